@@ -1,0 +1,140 @@
+// Package pipeline runs stages: Kafka consumers that handle envelopes from one
+// topic, publish what they return, and commit only after success. It owns
+// producing, readers, commits, retries, the dead-letter topic, circuit
+// breakers, metrics and graceful drain, so a stage is one small file.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"sendstream/schemas"
+)
+
+// Stage handles envelopes from one topic. Handle is called in order for one
+// partition (so in order for one key) and never concurrently on one Stage
+// value. Every envelope can arrive more than once: Handle must be idempotent on
+// env.ID. It returns what to publish; the runner publishes, then commits.
+type Stage interface {
+	Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error)
+}
+
+// Flusher is implemented by stages that buffer work in Handle (batch inserts).
+// The runner calls Flush before it publishes the batch's outputs and commits
+// its offsets; an error means nothing since the last successful Flush is
+// durable, so the runner retries and, failing that, re-reads the batch.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// Closer is implemented by stages holding resources; the runner calls Close
+// once after the last Handle and Flush.
+type Closer interface {
+	Close() error
+}
+
+// Publisher publishes envelopes with acks=all and returns once every one is
+// durably acknowledged by the broker. It is safe for concurrent use.
+type Publisher interface {
+	Publish(ctx context.Context, topic string, envs ...schemas.Envelope) error
+}
+
+// Resources are the shared clients a stage may use. A stage takes only what it
+// needs in New; nil fields are not configured in this process.
+type Resources struct {
+	Postgres   *pgxpool.Pool
+	ClickHouse driver.Conn
+	Publisher  Publisher
+	Logger     *slog.Logger
+	Settings   map[string]string // stage-specific settings from the environment, by name
+}
+
+// Spec declares a stage: its unique name (the consumer group derives from it),
+// the topic it reads, the topics Handle may publish to, its default config,
+// and a constructor without side effects beyond what the stage needs.
+type Spec[C any] struct {
+	Name     string
+	Consumes string
+	Produces []string
+	Defaults C
+	New      func(ctx context.Context, r Resources, cfg C) (Stage, error)
+}
+
+// Registered is the type-erased form of a Spec kept in the registry.
+type Registered struct {
+	Name     string
+	Consumes string
+	Produces []string
+	Build    func(ctx context.Context, r Resources) (Stage, error)
+}
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]Registered{}
+)
+
+// Register adds a stage; call it from an init function. It panics on an empty
+// or duplicate name, or a missing topic or constructor.
+func Register[C any](s Spec[C]) {
+	if s.Name == "" || s.Consumes == "" || s.New == nil {
+		panic(fmt.Sprintf("pipeline: incomplete stage spec %q", s.Name))
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[s.Name]; dup {
+		panic("pipeline: duplicate stage " + s.Name)
+	}
+	registry[s.Name] = Registered{
+		Name: s.Name, Consumes: s.Consumes, Produces: s.Produces,
+		Build: func(ctx context.Context, r Resources) (Stage, error) {
+			return s.New(ctx, r, s.Defaults)
+		},
+	}
+}
+
+// Stages returns every registered stage sorted by name.
+func Stages() []Registered {
+	regMu.Lock()
+	defer regMu.Unlock()
+	out := make([]Registered, 0, len(registry))
+	for _, r := range registry {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup returns the registered stage with that name.
+func Lookup(name string) (Registered, bool) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	r, ok := registry[name]
+	return r, ok
+}
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// Permanent marks an error that a retry cannot fix: the runner sends the
+// envelope straight to the dead-letter topic.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
