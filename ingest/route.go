@@ -1,0 +1,115 @@
+// Package ingest is the synchronous HTTP edge: it authenticates, applies
+// limits and body caps, hands each call to a route's handler, publishes what
+// the handler returns together with the request-log record (acks=all), and only
+// then answers. Handlers see Call and return Result: no HTTP library types.
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+
+	"sendstream/schemas"
+)
+
+// Credential says which kinds of credential a route accepts.
+type Credential int
+
+const (
+	// CredKey accepts a workspace API key or an OAuth access token.
+	CredKey Credential = iota
+	// CredKeyOrTracking also accepts a tracking token (POST /public/events).
+	CredKeyOrTracking
+	// CredNone: public, unauthenticated (forms, confirmation pages, track.js).
+	CredNone
+)
+
+// Principal is who is calling, resolved by authentication.
+type Principal struct {
+	Workspace    string   // workspace id
+	KeyID        string   // id of the API key, tracking token or OAuth token
+	Kind         string   // "api_key", "tracking_token" or "oauth"
+	Scopes       []string // empty means full access (API keys only)
+	Plan         string   // free, pro or enterprise
+	ContactLimit int64    // 0 means unlimited
+	Domains      []string // tracking tokens: allowed domains; empty allows all
+}
+
+// Call is one request as a handler sees it.
+type Call struct {
+	Ctx       context.Context
+	Principal Principal // zero for CredNone routes
+	Method    string
+	Path      string
+	Params    map[string]string // path parameters, e.g. {"id": "..."}
+	Body      []byte            // raw body; valid only during the handler
+	Query     func(name string) string
+	Header    func(name string) string
+	RequestID string // the id minted for this call (also the request-log id)
+}
+
+// Message is one envelope to publish to a topic before answering.
+type Message struct {
+	Topic string
+	Env   schemas.Envelope
+}
+
+// Result is a handler's answer: the status and JSON body to send, what to
+// publish first (acks=all), and what the call produced for the request log.
+type Result struct {
+	Status      int
+	Body        any               // encoded as JSON unless Raw is set
+	Raw         []byte            // a pre-encoded body, sent as is
+	ContentType string            // default application/json
+	Headers     map[string]string // extra response headers
+	Publish     []Message
+	Produced    schemas.Produced // ids and recipient for the request log
+}
+
+// Route declares one endpoint. Path uses {name} for parameters and is
+// relative to the site root (e.g. "/api/v1/contacts").
+type Route struct {
+	Method     string
+	Path       string
+	Credential Credential
+	Scope      string // required scope; "" means any credential of the right kind
+	// ScopeInError adds "requiredScope" to 403 insufficient_scope (spec 5.1
+	// rule 4: /v1 routes except transactional ones).
+	ScopeInError bool
+	Limit        int    // requests per workspace per minute; 0 means none
+	LimitName    string // counter name; defaults to Method+" "+Path
+	BodyCap      int    // bytes; 0 means the surface default
+	Logged       bool   // recorded in the request log when authenticated
+	Handle       func(c *Call) Result
+}
+
+// ErrorBody is the spec 7.1 error format.
+type ErrorBody struct {
+	Error         string   `json:"error"`
+	Code          string   `json:"code,omitempty"`
+	Fields        []string `json:"fields,omitempty"`
+	RequiredScope string   `json:"requiredScope,omitempty"`
+	Missing       []string `json:"missing,omitempty"`
+}
+
+// Fail returns an error Result in the spec 7.1 format.
+func Fail(status int, code, msg string, fields ...string) Result {
+	return Result{Status: status, Body: ErrorBody{Error: msg, Code: code, Fields: fields}}
+}
+
+// OK returns a Result with a JSON body.
+func OK(status int, body any) Result { return Result{Status: status, Body: body} }
+
+// DecodeJSON decodes a request body strictly enough for validation: it must be
+// one JSON object. The error names what was wrong, for a 400.
+func DecodeJSON(body []byte, v any) error {
+	if len(body) == 0 {
+		return errEmptyBody
+	}
+	return json.Unmarshal(body, v)
+}
+
+type constErr string
+
+func (e constErr) Error() string { return string(e) }
+
+const errEmptyBody = constErr("request body is empty; send a JSON object")
