@@ -1,0 +1,8 @@
+// Package all links every stage into a binary: importing it runs each stage
+// package's init, which registers the stage with pipeline.Register. Add one
+// blank import per stage package, sorted.
+package all
+
+import (
+	_ "sendstream/stages/requestlog" // request log to ClickHouse
+)

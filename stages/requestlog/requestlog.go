@@ -1,0 +1,278 @@
+// Package requestlog is the stage that writes the request log (spec 8.3) to
+// ClickHouse: it reads request.logged.v1 envelopes from the request-log topic,
+// buffers one row per envelope and inserts each buffer in one batch when the
+// runner flushes. It also keeps the 90-day retention by dropping old daily
+// partitions of request_log.
+//
+// Delivery is at least once. A redelivered envelope carries the same id, so it
+// lands on the same sorting key of the ReplacingMergeTree table and collapses
+// at the next merge; until then readers deduplicate with LIMIT 1 BY id (see
+// QueryRequests).
+package requestlog
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sendstream/pipeline"
+	"sendstream/schemas"
+)
+
+// Name is the stage's registered name (and so its consumer group's).
+const Name = "requestlog"
+
+//go:embed insert.sql
+var insertSQL string
+
+func init() {
+	pipeline.Register(pipeline.Spec[Config]{
+		Name:     Name,
+		Consumes: schemas.TopicRequestLog,
+		Defaults: DefaultConfig(),
+		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
+			return New(ctx, r, cfg)
+		},
+	})
+}
+
+// Config configures the stage. The zero value is not valid; start from
+// DefaultConfig.
+type Config struct {
+	// RetentionDays is how many days of request log are kept: daily
+	// partitions whose day is older than this many days are dropped.
+	// Default 90 (spec 8.3).
+	RetentionDays int
+	// RetentionEvery is how often the retention pass runs; the first pass
+	// runs when the stage starts. Default one hour.
+	RetentionEvery time.Duration
+	// RetentionTimeout bounds one retention pass. Default one minute.
+	RetentionTimeout time.Duration
+}
+
+// DefaultConfig returns the configuration the registered stage runs with.
+func DefaultConfig() Config {
+	return Config{RetentionDays: 90, RetentionEvery: time.Hour, RetentionTimeout: time.Minute}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.RetentionDays < 1:
+		return fmt.Errorf("requestlog: retention days %d: must be at least 1", c.RetentionDays)
+	case c.RetentionEvery <= 0:
+		return fmt.Errorf("requestlog: retention interval %s: must be positive", c.RetentionEvery)
+	case c.RetentionTimeout <= 0:
+		return fmt.Errorf("requestlog: retention timeout %s: must be positive", c.RetentionTimeout)
+	}
+	return nil
+}
+
+// Stage buffers request-log rows in Handle and inserts them in Flush. Build it
+// with New; the runner calls Handle, Flush and Close from one goroutine at a
+// time (a mutex guards the buffer regardless).
+type Stage struct {
+	conn driver.Conn
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	rows []row
+	seen map[string]int // envelope id -> index in rows
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+var (
+	_ pipeline.Stage   = (*Stage)(nil)
+	_ pipeline.Flusher = (*Stage)(nil)
+	_ pipeline.Closer  = (*Stage)(nil)
+)
+
+// New builds the stage on r.ClickHouse (required) and starts its retention
+// goroutine, which runs until Close. ctx only bounds construction; the
+// goroutine has its own context.
+func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if r.ClickHouse == nil {
+		return nil, errors.New("requestlog: needs ClickHouse")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("requestlog: build: %w", err)
+	}
+	log := r.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	s := &Stage{
+		conn: r.ClickHouse,
+		log:  log.With("stage", Name),
+		seen: map[string]int{},
+		stop: stop,
+		done: make(chan struct{}),
+	}
+	go s.retain(runCtx, cfg)
+	return s, nil
+}
+
+// row is one request_log row, in the column order of insert.sql.
+type row struct {
+	id, workspace                                  string
+	at                                             time.Time
+	method, path                                   string
+	status                                         uint16
+	durationUS                                     uint64
+	keyID, keyKind                                 string
+	requestBody, responseBody                      string
+	truncated                                      uint8
+	messageIDs, eventIDs, journeyRunIDs, contactIDs []string
+	recipient, externalID, ip, userAgent           string
+	received                                       time.Time
+}
+
+// DateTime in ClickHouse is seconds since the epoch in a UInt32.
+var (
+	minDateTime = time.Unix(1, 0)
+	maxDateTime = time.Unix(1<<32-1, 0)
+)
+
+// Handle decodes one request.logged.v1 envelope and buffers its row; nothing
+// is written until Flush. A redelivery of an envelope still in the buffer
+// replaces its row. A malformed envelope is a pipeline.Permanent error.
+func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	r, err := decode(env, time.Now())
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.seen[r.id]; ok {
+		s.rows[i] = r
+		return nil, nil
+	}
+	s.seen[r.id] = len(s.rows)
+	s.rows = append(s.rows, r)
+	return nil, nil
+}
+
+// decode turns an envelope into a row, or explains why it cannot.
+func decode(env schemas.Envelope, now time.Time) (row, error) {
+	if env.Type != schemas.TypeRequestLogged {
+		return row{}, fmt.Errorf("requestlog: envelope %s: type %q, want %q", env.ID, env.Type, schemas.TypeRequestLogged)
+	}
+	if env.ID == "" || env.Workspace == "" {
+		return row{}, fmt.Errorf("requestlog: envelope %q: missing id or workspace", env.ID)
+	}
+	var p schemas.RequestLog
+	if err := json.Unmarshal(env.Payload, &p); err != nil {
+		return row{}, fmt.Errorf("requestlog: envelope %s: decode payload: %w", env.ID, err)
+	}
+	switch {
+	case p.At.Before(minDateTime) || p.At.After(maxDateTime):
+		return row{}, fmt.Errorf("requestlog: envelope %s: time %s out of range", env.ID, p.At)
+	case p.Method == "" || p.Path == "":
+		return row{}, fmt.Errorf("requestlog: envelope %s: missing method or path", env.ID)
+	case p.Status < 100 || p.Status > 599:
+		return row{}, fmt.Errorf("requestlog: envelope %s: status %d out of range", env.ID, p.Status)
+	case p.DurationUS < 0:
+		return row{}, fmt.Errorf("requestlog: envelope %s: negative duration %d", env.ID, p.DurationUS)
+	}
+	var truncated uint8
+	if p.Truncated {
+		truncated = 1
+	}
+	return row{
+		id:            env.ID,
+		workspace:     env.Workspace,
+		at:            p.At.UTC(),
+		method:        p.Method,
+		path:          p.Path,
+		status:        uint16(p.Status),
+		durationUS:    uint64(p.DurationUS),
+		keyID:         p.KeyID,
+		keyKind:       p.KeyKind,
+		requestBody:   p.RequestBody,
+		responseBody:  p.ResponseBody,
+		truncated:     truncated,
+		messageIDs:    orEmpty(p.Produced.MessageIDs),
+		eventIDs:      orEmpty(p.Produced.EventIDs),
+		journeyRunIDs: orEmpty(p.Produced.JourneyRunIDs),
+		contactIDs:    orEmpty(p.Produced.ContactIDs),
+		recipient:     p.Produced.Recipient,
+		externalID:    p.Produced.ExternalID,
+		ip:            p.IP,
+		userAgent:     p.UserAgent,
+		received:      now.UTC(),
+	}, nil
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Flush inserts every buffered row in one batch insert and empties the buffer
+// only when the insert succeeded. On error the rows stay buffered (a later
+// Flush retries them, and redeliveries replace rather than duplicate them);
+// the runner then does not commit.
+func (s *Stage) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.rows) == 0 {
+		return nil
+	}
+	if err := s.breaker(ctx, func() error { return insert(ctx, s.conn, s.rows) }); err != nil {
+		return fmt.Errorf("requestlog: insert %d rows: %w", len(s.rows), err)
+	}
+	clear(s.rows) // drop references to bodies before reusing the array
+	s.rows = s.rows[:0]
+	clear(s.seen)
+	return nil
+}
+
+// breaker runs fn. It is the seam for the pipeline's circuit breaker.
+func (s *Stage) breaker(_ context.Context, fn func() error) error { return fn() }
+
+// insert writes rows in one native batch insert naming every column.
+func insert(ctx context.Context, conn driver.Conn, rows []row) error {
+	batch, err := conn.PrepareBatch(ctx, insertSQL)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer batch.Close()
+	for _, r := range rows {
+		err := batch.Append(
+			r.id, r.workspace, r.at, r.method, r.path, r.status, r.durationUS,
+			r.keyID, r.keyKind, r.requestBody, r.responseBody, r.truncated,
+			r.messageIDs, r.eventIDs, r.journeyRunIDs, r.contactIDs,
+			r.recipient, r.externalID, r.ip, r.userAgent, r.received,
+		)
+		if err != nil {
+			return fmt.Errorf("append %s: %w", r.id, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}
+
+// Close stops the retention goroutine and waits for it. Rows not flushed are
+// dropped; their offsets were not committed, so they are read again.
+func (s *Stage) Close() error {
+	s.stop()
+	<-s.done
+	return nil
+}
