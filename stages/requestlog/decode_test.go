@@ -48,7 +48,9 @@ func TestDecodeRejectsMalformedEnvelopes(t *testing.T) {
 			p := sample(time.Time{})
 			*e = envelope(t, "id1", p)
 		}},
-		{"time beyond DateTime", func(e *schemas.Envelope) { *e = envelope(t, "id1", sample(time.Date(2107, 1, 1, 0, 0, 0, 0, time.UTC))) }},
+		{"time beyond DateTime", func(e *schemas.Envelope) {
+			*e = envelope(t, "id1", sample(time.Date(2107, 1, 1, 0, 0, 0, 0, time.UTC)))
+		}},
 		{"status out of range", func(e *schemas.Envelope) {
 			p := sample(at)
 			p.Status = 70000

@@ -127,17 +127,17 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 
 // row is one request_log row, in the column order of insert.sql.
 type row struct {
-	id, workspace                                  string
-	at                                             time.Time
-	method, path                                   string
-	status                                         uint16
-	durationUS                                     uint64
-	keyID, keyKind                                 string
-	requestBody, responseBody                      string
-	truncated                                      uint8
+	id, workspace                                   string
+	at                                              time.Time
+	method, path                                    string
+	status                                          uint16
+	durationUS                                      uint64
+	keyID, keyKind                                  string
+	requestBody, responseBody                       string
+	truncated                                       uint8
 	messageIDs, eventIDs, journeyRunIDs, contactIDs []string
-	recipient, externalID, ip, userAgent           string
-	received                                       time.Time
+	recipient, externalID, ip, userAgent            string
+	received                                        time.Time
 }
 
 // DateTime in ClickHouse is seconds since the epoch in a UInt32.
