@@ -1,0 +1,209 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sendstream/schemas"
+)
+
+func TestPublishGroupCommit64Callers(t *testing.T) {
+	const topic = "t.events"
+	brokers := newCluster(t, "pfx."+topic)
+	p := newTestProducer(t, brokers, "pfx.")
+
+	const callers, perCaller = 64, 50
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for c := 0; c < callers; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for i := 0; i < perCaller; i++ {
+				if err := p.Publish(ctx, topic, testEnv(fmt.Sprintf("k%d", c), i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Publish: %v", err)
+	}
+	total := callers * perCaller
+	if got := p.mMessages.Value(); got != uint64(total) {
+		t.Fatalf("acked messages = %d, want %d", got, total)
+	}
+	// Group commit: with 64 callers in flight, requests carry several
+	// messages each, so there are clearly fewer requests than messages.
+	if b := p.mBatches.Value(); b >= uint64(total) {
+		t.Fatalf("batches = %d for %d messages: no group commit", b, total)
+	}
+	t.Logf("%d messages in %d produce requests", total, p.mBatches.Value())
+
+	msgs := consume(t, brokers, "pfx."+topic, total, 20*time.Second)
+	seen := map[string]bool{}
+	partOfKey := map[string]int{}
+	lastIdx := map[string]int{}
+	for _, m := range msgs {
+		env := decode(t, m)
+		if seen[env.ID] {
+			t.Fatalf("duplicate %s", env.ID)
+		}
+		seen[env.ID] = true
+		if string(m.Key) != env.Key {
+			t.Fatalf("record key %q, envelope key %q", m.Key, env.Key)
+		}
+		if pt, ok := partOfKey[env.Key]; ok && pt != m.Partition {
+			t.Fatalf("key %s on partitions %d and %d", env.Key, pt, m.Partition)
+		}
+		partOfKey[env.Key] = m.Partition
+		if want := partitionFor([]byte(env.Key), 4); m.Partition != want {
+			t.Fatalf("key %s on partition %d, want %d", env.Key, m.Partition, want)
+		}
+		// Order per key is the order of the caller's sequential Publishes.
+		var i int
+		fmt.Sscanf(env.ID[strings.LastIndexByte(env.ID, '-')+1:], "%d", &i)
+		if prev, ok := lastIdx[env.Key]; ok && i != prev+1 {
+			t.Fatalf("key %s: %d after %d", env.Key, i, prev)
+		}
+		lastIdx[env.Key] = i
+		if len(m.Headers) == 0 || m.Headers[0].Key != "type" || string(m.Headers[0].Value) != env.Type {
+			t.Fatalf("type header = %+v", m.Headers)
+		}
+	}
+}
+
+func TestPublishManyTopicsWaitsForAll(t *testing.T) {
+	brokers := newCluster(t, "a", "b")
+	p := newTestProducer(t, brokers, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var envs []schemas.Envelope
+	for i := 0; i < 20; i++ {
+		envs = append(envs, testEnv(fmt.Sprintf("key-%d", i), i))
+	}
+	if err := p.Publish(ctx, "a", envs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, "b", envs[:3]...); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.mMessages.Value(); got != 23 {
+		t.Fatalf("acked = %d right after Publish returned, want 23", got)
+	}
+	if n := len(consume(t, brokers, "a", 20, 10*time.Second)); n != 20 {
+		t.Fatalf("a: %d", n)
+	}
+}
+
+func TestPublishUnknownTopicFails(t *testing.T) {
+	brokers := newCluster(t, "known")
+	p := newTestProducer(t, brokers, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := p.Publish(ctx, "missing", testEnv("k", 1))
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("Publish to a missing topic: %v", err)
+	}
+}
+
+func TestPublishAutoCreate(t *testing.T) {
+	brokers := newCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, AutoCreatePartitions: 3, Metrics: NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Publish(ctx, "fresh", testEnv("k", 1)); err != nil {
+		t.Fatalf("Publish with auto-create: %v", err)
+	}
+	ts, _ := p.topic(ctx, "fresh")
+	if len(ts.parts) != 3 {
+		t.Fatalf("partitions = %d, want 3", len(ts.parts))
+	}
+}
+
+func TestEnsureTopics(t *testing.T) {
+	brokers := newCluster(t, "x.existing")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := EnsureTopics(ctx, brokers, "x.", []string{"existing", "new1", "new2"}, 6); err != nil {
+		t.Fatal(err)
+	}
+	// Idempotent.
+	if err := EnsureTopics(ctx, brokers, "x.", []string{"existing", "new1", "new2"}, 6); err != nil {
+		t.Fatal(err)
+	}
+	p := newTestProducer(t, brokers, "x.")
+	for topic, want := range map[string]int{"existing": 4, "new1": 6, "new2": 6} {
+		ts, err := p.topic(ctx, "x."+topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ts.parts) != want {
+			t.Fatalf("%s: %d partitions, want %d", topic, len(ts.parts), want)
+		}
+	}
+}
+
+func TestCloseDrainsAndRejects(t *testing.T) {
+	brokers := newCluster(t, "d")
+	p := newTestProducer(t, brokers, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var failed, ok sync.Map
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if err := p.Publish(ctx, "d", testEnv(fmt.Sprintf("k%d", i), i)); err != nil {
+				if !errors.Is(err, ErrProducerClosed) {
+					t.Errorf("Publish during Close: %v", err)
+				}
+				failed.Store(i, true)
+			} else {
+				ok.Store(i, true)
+			}
+		}(i)
+	}
+	time.Sleep(time.Millisecond)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := p.Publish(ctx, "d", testEnv("k", 1)); !errors.Is(err, ErrProducerClosed) {
+		t.Fatalf("Publish after Close: %v", err)
+	}
+	// Every Publish that returned nil is in the topic.
+	n := 0
+	ok.Range(func(_, _ any) bool { n++; return true })
+	got := consumeFor(t, brokers, "d", 2*time.Second)
+	if len(got) < n {
+		t.Fatalf("%d acked but %d in topic", n, len(got))
+	}
+}
+
+func TestPublishCtxCancelled(t *testing.T) {
+	brokers := newCluster(t, "c")
+	p := newTestProducer(t, brokers, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The topic lookup may already fail on the cancelled context, or the
+	// wait does; either way the error reports the cancellation.
+	if err := p.Publish(ctx, "c", testEnv("k", 1)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Publish with a cancelled ctx: %v", err)
+	}
+}
