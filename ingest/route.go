@@ -25,13 +25,14 @@ const (
 
 // Principal is who is calling, resolved by authentication.
 type Principal struct {
-	Workspace    string   // workspace id
-	KeyID        string   // id of the API key, tracking token or OAuth token
-	Kind         string   // "api_key", "tracking_token" or "oauth"
-	Scopes       []string // empty means full access (API keys only)
-	Plan         string   // free, pro or enterprise
-	ContactLimit int64    // 0 means unlimited
-	Domains      []string // tracking tokens: allowed domains; empty allows all
+	Workspace     string   // workspace id
+	WorkspaceName string   // workspace display name
+	KeyID         string   // id of the API key, tracking token or OAuth token
+	Kind          string   // "api_key", "tracking_token" or "oauth"
+	Scopes        []string // empty means full access (API keys only)
+	Plan          string   // free, pro or enterprise
+	ContactLimit  int64    // 0 means unlimited
+	Domains       []string // tracking tokens: allowed domains; empty allows all
 }
 
 // Call is one request as a handler sees it.
@@ -79,7 +80,14 @@ type Route struct {
 	LimitName    string // counter name; defaults to Method+" "+Path
 	BodyCap      int    // bytes; 0 means the surface default
 	Logged       bool   // recorded in the request log when authenticated
-	Handle       func(c *Call) Result
+	// CORS answers browsers: Access-Control-Allow-Origin: * on every answer of
+	// this path, a working OPTIONS preflight, and text/plain bodies accepted as
+	// JSON (sendBeacon and simple requests avoid a preflight that way).
+	CORS bool
+	// RawBody skips the server's JSON checks (415 unsupported_media_type,
+	// 400 invalid_json): the handler reads forms or other bodies itself.
+	RawBody bool
+	Handle  func(c *Call) Result
 }
 
 // ErrorBody is the spec 7.1 error format.

@@ -1,0 +1,2 @@
+-- $1 workspace id, $2 key id
+DELETE FROM api_keys WHERE workspace_id = $1 AND id = $2

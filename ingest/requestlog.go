@@ -1,0 +1,218 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"sendstream/schemas"
+)
+
+// finish publishes what the call produced and its request-log record, then
+// writes the answer. For a 2xx the record travels with Result.Publish and
+// the answer waits for every acknowledgement (acks=all): a 2xx is a promise.
+// If publishing fails the answer becomes 503 "unavailable" (nothing was
+// promised). Records of other answers are published in the background.
+func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, res Result, p Principal, reqID string, start time.Time) {
+	body := encodeBody(res)
+	status := res.Status
+	logged := rt.Logged && p.Workspace != ""
+	if logged && reqID == "" {
+		reqID = schemas.NewID()
+	}
+	ok := status >= 200 && status < 300
+
+	var logEnv schemas.Envelope
+	if logged {
+		logEnv = s.logEnvelope(rc, p, reqID, status, body, res.Produced, start)
+	}
+	if len(res.Publish) > 0 || (logged && ok) {
+		var err error
+		if logged && ok {
+			err = s.publish(ctx, res.Publish, &logEnv)
+		} else {
+			err = s.publish(ctx, res.Publish, nil)
+		}
+		if err != nil {
+			s.log.Error("publish before answering failed; answering 503", "route", rt.Method+" "+rt.Path, "err", err)
+			res = unavailable()
+			status, body, ok = res.Status, encodeBody(res), false
+			res.Headers = nil
+			if logged {
+				// Same id: the record of this 503 replaces one that may have landed.
+				logEnv = s.logEnvelope(rc, p, reqID, status, body, schemas.Produced{}, start)
+			}
+		}
+	}
+	if logged && !ok {
+		s.enqueueLog(logEnv)
+	}
+
+	rc.SetStatusCode(status)
+	for k, v := range res.Headers {
+		rc.Response.Header.Set(k, v)
+	}
+	if reqID != "" {
+		rc.Response.Header.Set("X-Request-Id", reqID)
+	}
+	if len(body) > 0 {
+		ct := res.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		rc.SetContentType(ct)
+		rc.SetBody(body)
+	}
+	rt.metrics.observe(status, time.Since(start))
+}
+
+func encodeBody(res Result) []byte {
+	if res.Raw != nil {
+		return res.Raw
+	}
+	if res.Body == nil {
+		return nil
+	}
+	b, err := json.Marshal(res.Body)
+	if err != nil {
+		b, _ = json.Marshal(ErrorBody{Error: "Internal error: could not encode the answer", Code: "internal_error"})
+	}
+	return b
+}
+
+// publish sends msgs plus an optional request-log record with one Publish
+// per topic, the topics in parallel, and returns the first error.
+func (s *Server) publish(ctx context.Context, msgs []Message, logEnv *schemas.Envelope) error {
+	type group struct {
+		topic string
+		envs  []schemas.Envelope
+	}
+	var groups []group
+	for _, m := range msgs {
+		i := 0
+		for i < len(groups) && groups[i].topic != m.Topic {
+			i++
+		}
+		if i == len(groups) {
+			groups = append(groups, group{topic: m.Topic})
+		}
+		groups[i].envs = append(groups[i].envs, m.Env)
+	}
+	if logEnv != nil {
+		i := 0
+		for i < len(groups) && groups[i].topic != schemas.TopicRequestLog {
+			i++
+		}
+		if i == len(groups) {
+			groups = append(groups, group{topic: schemas.TopicRequestLog})
+		}
+		groups[i].envs = append(groups[i].envs, *logEnv)
+	}
+	switch len(groups) {
+	case 0:
+		return nil
+	case 1:
+		return s.deps.Publisher.Publish(ctx, groups[0].topic, groups[0].envs...)
+	}
+	// Several topics: wait for all acknowledgements at once rather than one
+	// after another (only calls that publish to two or more topics get here).
+	errs := make(chan error, len(groups)-1)
+	for _, g := range groups[1:] {
+		go func() { errs <- s.deps.Publisher.Publish(ctx, g.topic, g.envs...) }()
+	}
+	err := s.deps.Publisher.Publish(ctx, groups[0].topic, groups[0].envs...)
+	for range groups[1:] {
+		if e := <-errs; err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// logEnvelope builds the request-log record of a call: bodies redacted,
+// then capped at Config.RequestLogBodyCap each.
+func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, status int, respBody []byte, produced schemas.Produced, start time.Time) schemas.Envelope {
+	reqText, t1 := capBody(RedactBody(rc.PostBody()), s.cfg.RequestLogBodyCap)
+	respText, t2 := capBody(RedactBody(respBody), s.cfg.RequestLogBodyCap)
+	at := start.UTC()
+	rl := schemas.RequestLog{
+		At:           at,
+		Method:       string(rc.Method()),
+		Path:         string(rc.Path()),
+		Status:       status,
+		DurationUS:   time.Since(start).Microseconds(),
+		KeyID:        p.KeyID,
+		KeyKind:      p.Kind,
+		RequestBody:  reqText,
+		ResponseBody: respText,
+		Truncated:    t1 || t2,
+		Produced:     produced,
+		IP:           rc.RemoteIP().String(),
+		UserAgent:    string(rc.UserAgent()),
+	}
+	payload, err := json.Marshal(rl)
+	if err != nil { // cannot happen: every field is a plain type
+		payload = []byte(`{"status":` + strconv.Itoa(status) + `}`)
+	}
+	return schemas.Envelope{
+		ID: id, Workspace: p.Workspace, Type: schemas.TypeRequestLogged, Key: p.Workspace,
+		OccurredAt: at, Payload: payload,
+	}
+}
+
+// enqueueLog hands a record to the background publisher, dropping it (and
+// counting the drop) when the queue is full rather than delaying the answer.
+func (s *Server) enqueueLog(env schemas.Envelope) {
+	select {
+	case s.logq <- env:
+	default:
+		s.metrics.logDropped.Inc()
+	}
+}
+
+// logLoop publishes queued request-log records in batches until Shutdown,
+// then drains what is left.
+func (s *Server) logLoop() {
+	defer s.bg.Done()
+	const maxBatch = 512
+	batch := make([]schemas.Envelope, 0, maxBatch)
+	fill := func() {
+		for len(batch) < maxBatch {
+			select {
+			case env := <-s.logq:
+				batch = append(batch, env)
+			default:
+				return
+			}
+		}
+	}
+	for {
+		select {
+		case env := <-s.logq:
+			batch = append(batch[:0], env)
+			fill()
+			s.publishLogs(batch)
+		case <-s.stopq:
+			for {
+				batch = batch[:0]
+				fill()
+				if len(batch) == 0 {
+					return
+				}
+				s.publishLogs(batch)
+			}
+		}
+	}
+}
+
+func (s *Server) publishLogs(batch []schemas.Envelope) {
+	ctx, cancel := context.WithTimeout(s.base, 30*time.Second)
+	defer cancel()
+	if err := s.deps.Publisher.Publish(ctx, schemas.TopicRequestLog, batch...); err != nil {
+		s.metrics.logDropped.Add(uint64(len(batch)))
+		s.log.Warn("request-log records of non-2xx answers lost", "count", len(batch), "err", err)
+	}
+}

@@ -1,0 +1,582 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/valyala/fasthttp"
+
+	"sendstream/ingest/auth"
+	"sendstream/ingest/ratelimit"
+	"sendstream/pipeline"
+	"sendstream/schemas"
+)
+
+// Body caps of spec 8.2, by surface.
+const (
+	CapV1     = 16 << 20 // /api/v1/*
+	CapPublic = 64 << 10 // /api/public/*
+	CapMCP    = 1 << 20  // /api/mcp
+	CapOther  = 1 << 20  // every other path (site root, OAuth)
+	// maxBody is what fasthttp reads at most; anything larger is refused
+	// with 413 before a handler runs.
+	maxBody = CapV1 + 64<<10
+)
+
+// Config configures a Server. Zero fields take the defaults noted.
+type Config struct {
+	// SiteURL is the site root, e.g. http://127.0.0.1:8080 (served as the
+	// OpenAPI server URL, {SiteURL}/api).
+	SiteURL string
+	// KeyCacheTTL bounds how long a deleted key, a suspension or an expiry
+	// change may go unnoticed (default 5s; negative disables the cache).
+	KeyCacheTTL time.Duration
+	// RequestLogBodyCap caps each of the request and the response body in a
+	// request-log record, after redaction (default 8 KiB; longer bodies are
+	// cut and the record marked truncated).
+	RequestLogBodyCap int
+	// RequestTimeout bounds a handler plus the publish before answering
+	// (default 15s).
+	RequestTimeout time.Duration
+	// LogQueue is how many request-log records of non-2xx answers may wait
+	// to be published in the background (default 16384); beyond it they are
+	// dropped and counted.
+	LogQueue int
+	// ReadTimeout and IdleTimeout of connections (defaults 30s and 120s).
+	ReadTimeout, IdleTimeout time.Duration
+	// RateLimit tunes lease sizes; see package ratelimit.
+	RateLimit ratelimit.Options
+}
+
+// Validate reports settings that cannot work.
+func (c Config) Validate() error {
+	if c.RequestLogBodyCap < 0 || c.LogQueue < 0 || c.RequestTimeout < 0 {
+		return errors.New("ingest config: negative cap, queue or timeout")
+	}
+	if c.KeyCacheTTL > time.Minute {
+		return errors.New("ingest config: KeyCacheTTL above 1m defeats deletion and suspension")
+	}
+	return nil
+}
+
+func (c *Config) withDefaults() {
+	if c.SiteURL == "" {
+		c.SiteURL = "http://127.0.0.1:8080"
+	}
+	c.SiteURL = strings.TrimRight(c.SiteURL, "/")
+	if c.KeyCacheTTL == 0 {
+		c.KeyCacheTTL = 5 * time.Second
+	}
+	if c.RequestLogBodyCap == 0 {
+		c.RequestLogBodyCap = 8 << 10
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 15 * time.Second
+	}
+	if c.LogQueue == 0 {
+		c.LogQueue = 16384
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 120 * time.Second
+	}
+}
+
+// Deps are the shared clients a Server uses. PG and Publisher are required.
+type Deps struct {
+	PG        *pgxpool.Pool
+	Publisher pipeline.Publisher
+	Logger    *slog.Logger // default slog.Default()
+	// Ready reports whether the process can serve (Postgres, ClickHouse,
+	// Kafka); /readyz answers 503 with its error. Nil means always ready.
+	Ready func(ctx context.Context) error
+	// Metrics is the registry HTTP metrics go to and /metrics serves
+	// (default pipeline.DefaultMetrics).
+	Metrics *pipeline.Registry
+	// ExtraMetrics, when set, appends more Prometheus text to /metrics.
+	ExtraMetrics func(w io.Writer)
+	// Auth overrides credential resolution (default: auth.Store on PG).
+	Auth auth.Resolver
+}
+
+// Server is the HTTP edge. Create it with New, add feature routes with Add,
+// then Serve; Shutdown drains it. Add must not be called after Serve.
+type Server struct {
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	auth    *auth.Cache
+	limiter *ratelimit.Limiter
+	router  router
+	fast    *fasthttp.Server
+	metrics *serverMetrics
+	openapi []byte
+
+	base   context.Context // cancelled when Shutdown's grace ends
+	cancel context.CancelFunc
+	start  sync.Once
+	bg     sync.WaitGroup
+	logq   chan schemas.Envelope
+	stopq  chan struct{}
+
+	pool sync.Pool // *reqState
+}
+
+// New builds a Server with the site-root routes (/healthz, /readyz,
+// /metrics) and the core API routes (GET /api/v1/me, GET
+// /api/v1/openapi.json). It starts nothing.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.withDefaults()
+	if deps.PG == nil && deps.Auth == nil {
+		return nil, errors.New("ingest: Deps.PG is required")
+	}
+	if deps.Publisher == nil {
+		return nil, errors.New("ingest: Deps.Publisher is required")
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = pipeline.DefaultMetrics
+	}
+	src := deps.Auth
+	if src == nil {
+		src = auth.NewStore(deps.PG)
+	}
+	doc, err := schemas.OpenAPI(cfg.SiteURL)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: assemble OpenAPI document: %w", err)
+	}
+	s := &Server{
+		cfg:     cfg,
+		deps:    deps,
+		log:     deps.Logger,
+		auth:    auth.NewCache(src, auth.CacheConfig{TTL: cfg.KeyCacheTTL}),
+		metrics: newServerMetrics(deps.Metrics),
+		openapi: doc,
+		logq:    make(chan schemas.Envelope, cfg.LogQueue),
+		stopq:   make(chan struct{}),
+	}
+	if deps.PG != nil {
+		s.limiter = ratelimit.New(deps.PG, cfg.RateLimit)
+	}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	s.pool.New = func() any { return newReqState() }
+	s.fast = &fasthttp.Server{
+		Handler:               s.handle,
+		ErrorHandler:          s.handleReadError,
+		Name:                  "sendstream",
+		MaxRequestBodySize:    maxBody,
+		ReadTimeout:           cfg.ReadTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		NoDefaultServerHeader: true,
+		NoDefaultContentType:  true,
+		CloseOnShutdown:       true,
+		Logger:                fastLogger{deps.Logger},
+	}
+	s.Add(s.coreRoutes()...)
+	return s, nil
+}
+
+// SetLimiter replaces the rate limiter (tests tune lease sizes this way).
+// Call it before Serve.
+func (s *Server) SetLimiter(l *ratelimit.Limiter) { s.limiter = l }
+
+// Add registers routes. It panics on an invalid or duplicate route, a
+// missing handler, or a route with a rate limit but no credential: these are
+// programming errors found at start-up.
+func (s *Server) Add(routes ...Route) {
+	for _, r := range routes {
+		if r.Handle == nil {
+			panic(fmt.Sprintf("ingest: route %s %s has no handler", r.Method, r.Path))
+		}
+		if r.Limit > 0 && r.Credential == CredNone {
+			panic(fmt.Sprintf("ingest: route %s %s: a rate limit needs a credential (limits are per workspace)", r.Method, r.Path))
+		}
+		rt := &route{Route: r, limitName: r.LimitName, bodyCap: r.BodyCap}
+		if rt.limitName == "" {
+			rt.limitName = r.Method + " " + r.Path
+		}
+		if rt.bodyCap == 0 {
+			rt.bodyCap = surfaceCap(r.Path)
+		}
+		rt.metrics = s.metrics.route(r.Method, r.Path)
+		if err := s.router.add(rt); err != nil {
+			panic("ingest: " + err.Error())
+		}
+	}
+}
+
+// surfaceCap is the spec 8.2 body cap of a path.
+func surfaceCap(path string) int {
+	switch {
+	case strings.HasPrefix(path, "/api/v1/"):
+		return CapV1
+	case strings.HasPrefix(path, "/api/public/"):
+		return CapPublic
+	case path == "/api/mcp" || strings.HasPrefix(path, "/api/mcp/"):
+		return CapMCP
+	}
+	return CapOther
+}
+
+// Serve accepts connections on ln until Shutdown. The first call also
+// starts the background work (rate-limit sweeps, the request-log queue).
+func (s *Server) Serve(ln net.Listener) error {
+	s.start.Do(func() {
+		s.bg.Add(2)
+		go s.sweepLoop()
+		go s.logLoop()
+	})
+	return s.fast.Serve(ln)
+}
+
+// Shutdown stops accepting connections, waits for in-flight requests (their
+// publishes included) and the request-log queue to drain, bounded by ctx,
+// then stops background work. In-flight requests keep running when ctx ends
+// first; their contexts are cancelled then.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.fast.ShutdownWithContext(ctx)
+	close(s.stopq)
+	done := make(chan struct{})
+	go func() { s.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
+	s.cancel()
+	if err != nil {
+		return fmt.Errorf("ingest shutdown: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) sweepLoop() {
+	defer s.bg.Done()
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopq:
+			return
+		case <-t.C:
+			if s.limiter == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(s.base, 10*time.Second)
+			if err := s.limiter.Sweep(ctx); err != nil {
+				s.log.Warn("rate-limit sweep failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// reqState is the per-request scratch reused through a pool, so a request
+// allocates little beyond what its handler does.
+type reqState struct {
+	rc     *fasthttp.RequestCtx
+	call   Call
+	spans  [maxParams]paramSpan
+	header func(string) string
+	query  func(string) string
+}
+
+func newReqState() *reqState {
+	st := &reqState{}
+	st.header = func(name string) string { return string(st.rc.Request.Header.Peek(name)) }
+	st.query = func(name string) string { return string(st.rc.QueryArgs().Peek(name)) }
+	return st
+}
+
+// handle is the fasthttp handler: route, cap, authenticate, check scope,
+// suspension and rate limit, validate JSON, run the handler, publish, answer.
+func (s *Server) handle(rc *fasthttp.RequestCtx) {
+	start := time.Now()
+	st := s.pool.Get().(*reqState)
+	st.rc = rc
+	defer func() {
+		st.rc = nil
+		st.call = Call{}
+		s.pool.Put(st)
+	}()
+
+	n := s.router.match(rc.Path(), &st.spans)
+	if n == nil {
+		s.metrics.unmatched.Inc()
+		writeError(rc, 404, ErrorBody{Error: "No route for " + string(rc.Method()) + " " + string(rc.Path()), Code: "not_found"})
+		return
+	}
+	if n.cors {
+		rc.Response.Header.Set("Access-Control-Allow-Origin", "*")
+	}
+	rt := n.methods[string(rc.Method())]
+	if rt == nil {
+		if n.cors && rc.IsOptions() {
+			s.preflight(rc, n)
+			return
+		}
+		s.metrics.unmatched.Inc()
+		rc.Response.Header.Set("Allow", n.allow)
+		writeError(rc, 405, ErrorBody{Error: "Method " + string(rc.Method()) + " is not allowed here; allowed: " + n.allow, Code: "method_not_allowed"})
+		return
+	}
+	s.serve(rc, st, rt, start)
+}
+
+// serve runs every check, then the handler, and hands the answer to finish.
+func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start time.Time) {
+	res, p, ok := s.check(rc, rt)
+	if !ok {
+		s.finish(s.base, rc, rt, res, p, "", start)
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
+	defer cancel()
+	c := &st.call
+	*c = Call{
+		Ctx: ctx, Principal: p, Method: string(rc.Method()), Path: string(rc.Path()),
+		Body: rc.PostBody(), Query: st.query, Header: st.header, RequestID: schemas.NewID(),
+	}
+	if len(rt.params) > 0 {
+		c.Params = make(map[string]string, len(rt.params))
+		path := rc.Path()
+		for i, name := range rt.params {
+			c.Params[name] = string(path[st.spans[i].start:st.spans[i].end])
+		}
+	}
+	res = s.runHandler(rt, c)
+	s.finish(ctx, rc, rt, res, p, c.RequestID, start)
+}
+
+// check applies the body cap, authentication, scope, suspension, rate limit
+// and JSON checks in that order. ok false means res is the answer; p is the
+// principal when authentication succeeded (zero otherwise).
+func (s *Server) check(rc *fasthttp.RequestCtx, rt *route) (res Result, p Principal, ok bool) {
+	body := rc.PostBody()
+	if len(body) > rt.bodyCap || rc.Request.Header.ContentLength() > rt.bodyCap {
+		return tooLarge(rt.bodyCap), Principal{}, false
+	}
+	var mult int64 = 1
+	if rt.Credential != CredNone {
+		id, res, ok := s.authenticate(rc, rt)
+		if !ok {
+			return res, Principal{}, false
+		}
+		p = Principal{
+			Workspace: id.Workspace, WorkspaceName: id.WorkspaceName, KeyID: id.KeyID, Kind: id.Kind,
+			Scopes: id.Scopes, Plan: id.Plan, ContactLimit: id.ContactLimit, Domains: id.Domains,
+		}
+		mult = id.RateMultiplier
+		if rt.Scope != "" && id.Kind != auth.KindTrackingToken && len(id.Scopes) > 0 && !contains(id.Scopes, rt.Scope) {
+			e := ErrorBody{Error: "This API key lacks the scope " + rt.Scope + " that this endpoint requires", Code: "insufficient_scope"}
+			if rt.ScopeInError {
+				e.RequiredScope = rt.Scope
+			}
+			return Result{Status: 403, Body: e}, p, false
+		}
+		if id.Suspended {
+			return Fail(403, "TEAM_SUSPENDED", "This workspace is suspended"), p, false
+		}
+		if rt.Limit > 0 && s.limiter != nil {
+			ctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
+			allowed, err := s.limiter.Allow(ctx, p.Workspace, rt.limitName, int64(rt.Limit)*mult)
+			cancel()
+			if err != nil {
+				s.log.Error("rate limit unavailable", "route", rt.Path, "err", err)
+				return unavailable(), p, false
+			}
+			if !allowed {
+				return Result{Status: 429, Body: rateLimited{Error: "Rate limit exceeded: " + strconv.FormatInt(int64(rt.Limit)*mult, 10) + " requests per minute for this endpoint"}}, p, false
+			}
+		}
+	}
+	if !rt.RawBody && len(body) > 0 && (rc.IsPost() || rc.IsPut() || rc.IsPatch()) {
+		if res, ok := checkJSON(rc.Request.Header.ContentType(), body, rt.CORS); !ok {
+			return res, p, false
+		}
+	}
+	return Result{}, p, true
+}
+
+// runHandler calls the route's handler, turning a panic into a 500.
+func (s *Server) runHandler(rt *route, c *Call) (res Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("handler panic", "route", rt.Method+" "+rt.Path, "panic", fmt.Sprint(v))
+			res = Fail(500, "internal_error", "Internal error")
+		}
+	}()
+	res = rt.Handle(c)
+	if res.Status == 0 {
+		res.Status = 200
+	}
+	return res
+}
+
+// authenticate resolves the bearer credential. ok false means res is the
+// answer (401 or 503), never logged.
+func (s *Server) authenticate(rc *fasthttp.RequestCtx, rt *route) (*auth.Identity, Result, bool) {
+	tok, ok := bearer(rc.Request.Header.Peek("Authorization"))
+	if !ok {
+		return nil, unauthorized("Missing API key: send the header Authorization: Bearer <API_KEY>"), false
+	}
+	id, err := s.auth.Authenticate(s.base, tok)
+	switch {
+	case err == nil:
+	case errors.Is(err, auth.ErrExpired):
+		return nil, unauthorized("API key has expired"), false
+	case errors.Is(err, auth.ErrMalformed), errors.Is(err, auth.ErrUnknown):
+		return nil, unauthorized("Invalid API key"), false
+	default:
+		s.log.Error("credential lookup failed", "err", err)
+		return nil, unavailable(), false
+	}
+	if id.Kind == auth.KindTrackingToken && rt.Credential != CredKeyOrTracking {
+		return nil, unauthorized("A tracking token is accepted only by POST /public/events; use an API key"), false
+	}
+	return id, Result{}, true
+}
+
+// bearer extracts the credential of an "Authorization: Bearer X" header.
+func bearer(h []byte) ([]byte, bool) {
+	const p = "bearer "
+	if len(h) <= len(p) || !bytes.EqualFold(h[:len(p)], []byte(p)) {
+		return nil, false
+	}
+	tok := bytes.TrimSpace(h[len(p):])
+	return tok, len(tok) > 0
+}
+
+// checkJSON enforces the content type and the syntax of a JSON body.
+// Accepted types: application/json and application/*+json (any
+// parameters), no Content-Type at all, and on CORS routes text/plain.
+func checkJSON(ct, body []byte, cors bool) (Result, bool) {
+	if i := bytes.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = bytes.TrimSpace(ct)
+	okType := len(ct) == 0 || bytes.EqualFold(ct, []byte("application/json")) ||
+		(len(ct) > 17 && bytes.EqualFold(ct[:12], []byte("application/")) && bytes.EqualFold(ct[len(ct)-5:], []byte("+json"))) ||
+		(cors && bytes.EqualFold(ct, []byte("text/plain")))
+	if !okType {
+		return Fail(415, "unsupported_media_type", "Content-Type must be application/json, not "+string(ct)), false
+	}
+	if !json.Valid(body) {
+		return Fail(400, "invalid_json", "Request body is not valid JSON: "+jsonSyntaxError(body)), false
+	}
+	return Result{}, true
+}
+
+func jsonSyntaxError(body []byte) string {
+	var v any
+	err := json.Unmarshal(body, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return se.Error() + " at byte " + strconv.FormatInt(se.Offset, 10)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "unexpected data"
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// rateLimited is the 429 body: only "error" (spec 7.1).
+type rateLimited struct {
+	Error string `json:"error"`
+}
+
+func unauthorized(msg string) Result {
+	r := Fail(401, "unauthorized", msg)
+	r.Headers = map[string]string{"WWW-Authenticate": `Bearer realm="sendstream"`}
+	return r
+}
+
+func unavailable() Result {
+	return Fail(503, "unavailable", "The service is temporarily unavailable; nothing was done, retry later")
+}
+
+func tooLarge(limit int) Result {
+	return Fail(413, "PAYLOAD_TOO_LARGE", "Request body exceeds the limit of "+sizeString(limit)+" for this endpoint; nothing was processed")
+}
+
+func sizeString(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KB"
+	}
+	return strconv.Itoa(n) + " bytes"
+}
+
+// handleReadError answers requests fasthttp could not read: bodies over
+// MaxRequestBodySize get 413, anything else 400, both in spec 7.1 format.
+func (s *Server) handleReadError(rc *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		writeError(rc, 413, ErrorBody{Error: "Request body exceeds the limit of " + sizeString(CapV1) + "; nothing was processed", Code: "PAYLOAD_TOO_LARGE"})
+		rc.SetConnectionClose()
+		return
+	}
+	var to interface{ Timeout() bool }
+	if errors.As(err, &to) && to.Timeout() {
+		writeError(rc, 408, ErrorBody{Error: "Timed out reading the request", Code: "request_timeout"})
+		return
+	}
+	writeError(rc, 400, ErrorBody{Error: "Malformed HTTP request", Code: "bad_request"})
+}
+
+// preflight answers a CORS preflight.
+func (s *Server) preflight(rc *fasthttp.RequestCtx, n *node) {
+	h := &rc.Response.Header
+	h.Set("Access-Control-Allow-Methods", n.allow)
+	if req := rc.Request.Header.Peek("Access-Control-Request-Headers"); len(req) > 0 {
+		h.SetBytesV("Access-Control-Allow-Headers", req)
+	} else {
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+	}
+	h.Set("Access-Control-Max-Age", "86400")
+	h.Set("Vary", "Access-Control-Request-Headers")
+	rc.SetStatusCode(204)
+}
+
+func writeError(rc *fasthttp.RequestCtx, status int, e ErrorBody) {
+	b, _ := json.Marshal(e)
+	rc.SetStatusCode(status)
+	rc.SetContentType("application/json")
+	rc.SetBody(b)
+}
+
+type fastLogger struct{ l *slog.Logger }
+
+func (f fastLogger) Printf(format string, args ...any) {
+	f.l.Debug("fasthttp: " + fmt.Sprintf(format, args...))
+}
