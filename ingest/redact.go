@@ -39,20 +39,50 @@ func RedactBody(body []byte) []byte {
 	return r.out
 }
 
+// firstOf maps a byte to the second letter (lower case) that a sensitive
+// word starting with it needs, or 0 when no word starts with that byte; it
+// lets the scan skip most bytes with one table load.
+var firstOf = func() (t [256]byte) {
+	for _, w := range append(secretWords, "attachments") {
+		t[w[0]], t[w[0]-'a'+'A'] = 1, 1
+	}
+	t['\\'] = 1
+	return t
+}()
+
 // mentionsSensitive is the fast path: a case-insensitive scan for any secret
-// word or "attachments".
+// word or "attachments". A \u escape also counts, since it could spell a
+// secret key name.
 func mentionsSensitive(b []byte) bool {
-	for i := 0; i < len(b); i++ {
+	for i := 0; i+1 < len(b); i++ {
+		if firstOf[b[i]] == 0 {
+			continue
+		}
+		rest := b[i:]
+		var hit bool
 		switch b[i] | 0x20 {
-		case 'p', 's', 't', 'a', 'c':
-			for _, w := range secretWords {
-				if hasFoldPrefix(b[i:], w) {
-					return true
-				}
+		case '\\' | 0x20:
+			hit = b[i] == '\\' && b[i+1] == 'u'
+		case 'p':
+			hit = hasFoldPrefix(rest, "password")
+		case 's':
+			hit = hasFoldPrefix(rest, "secret")
+		case 't':
+			hit = hasFoldPrefix(rest, "token")
+		case 'c':
+			hit = hasFoldPrefix(rest, "credential")
+		case 'a':
+			switch b[i+1] | 0x20 {
+			case 'u':
+				hit = hasFoldPrefix(rest, "authorization")
+			case 'p':
+				hit = hasFoldPrefix(rest, "apikey") || hasFoldPrefix(rest, "api_key") || hasFoldPrefix(rest, "api-key")
+			case 't':
+				hit = hasFoldPrefix(rest, "attachments")
 			}
-			if hasFoldPrefix(b[i:], "attachments") {
-				return true
-			}
+		}
+		if hit {
+			return true
 		}
 	}
 	return false

@@ -1,0 +1,101 @@
+-- Upsert a batch of contacts of workspace $1 (spec 2.1, 4.5), one statement.
+-- Arrays of equal length, one element per contact, emails unique in the
+-- batch: $2 id to use when created, $3 email, $4 firstName, $5 country,
+-- $6 language (NULL keeps the current value), $7 customFields patch as JSON
+-- text (a null value removes the key), $8 source and $9 metadata JSON
+-- (creation only), $10 status at creation.
+--
+-- Runs after lock_for_create.sql in the same transaction, so stats is
+-- current: new rows are admitted in batch order while the plan's contact
+-- limit allows and get consecutive seqs. An admitted row that a concurrent
+-- transaction created meanwhile is not inserted ("retry": the caller runs it
+-- again as an update). Updates touch a row only when a value changes, and
+-- never touch status, source or metadata.
+--
+-- One row per input, in any order: ord, outcome (created, updated,
+-- unchanged, refused = over the contact limit, retry), the contact after the
+-- statement and, for updates, the values before it.
+WITH input AS (
+    SELECT t.ord, t.new_id, t.email, t.first_name, t.country, t.language,
+           t.custom_fields::jsonb AS custom_fields, t.source, t.metadata::jsonb AS metadata, t.status
+      FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                  $7::text[], $8::text[], $9::text[], $10::text[])
+           WITH ORDINALITY AS t(new_id, email, first_name, country, language,
+                                custom_fields, source, metadata, status, ord)
+),
+existing AS (
+    SELECT i.ord, c AS old
+      FROM input i JOIN contacts c ON c.workspace_id = $1 AND c.email = i.email
+),
+stats AS (
+    SELECT w.contact_limit, coalesce(s.total, 0) AS total, coalesce(s.last_seq, 0) AS last_seq
+      FROM workspaces w LEFT JOIN contact_stats s ON s.workspace_id = w.id
+     WHERE w.id = $1
+),
+fresh AS (
+    SELECT i.*, row_number() OVER (ORDER BY i.ord) AS rn
+      FROM input i
+     WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.ord = i.ord)
+),
+admitted AS (
+    SELECT f.*, s.last_seq + f.rn AS seq
+      FROM fresh f CROSS JOIN stats s
+     WHERE s.contact_limit = 0 OR s.total + f.rn <= s.contact_limit
+),
+ins AS (
+    INSERT INTO contacts AS c (id, workspace_id, seq, email, first_name, country, language,
+                               status, source, metadata, custom_fields)
+    SELECT a.new_id, $1, a.seq, a.email, a.first_name, a.country, a.language,
+           a.status, a.source, a.metadata, jsonb_strip_nulls(coalesce(a.custom_fields, '{}'))
+      FROM admitted a
+     ORDER BY a.email
+    ON CONFLICT (workspace_id, email) DO NOTHING
+    RETURNING c
+),
+upd AS (
+    UPDATE contacts c
+       SET first_name    = coalesce(i.first_name, c.first_name),
+           country       = coalesce(i.country, c.country),
+           language      = coalesce(i.language, c.language),
+           custom_fields = jsonb_strip_nulls(c.custom_fields || coalesce(i.custom_fields, '{}')),
+           updated_at    = now()
+      FROM input i
+     WHERE c.workspace_id = $1 AND c.email = i.email
+       AND EXISTS (SELECT 1 FROM existing e WHERE e.ord = i.ord)
+       AND (c.first_name, c.country, c.language, c.custom_fields) IS DISTINCT FROM
+           (coalesce(i.first_name, c.first_name), coalesce(i.country, c.country),
+            coalesce(i.language, c.language),
+            jsonb_strip_nulls(c.custom_fields || coalesce(i.custom_fields, '{}')))
+    RETURNING c
+),
+bump_stats AS (
+    INSERT INTO contact_stats AS s (workspace_id, total, last_seq)
+    SELECT $1, count(*), max((x.c).seq) FROM ins x HAVING count(*) > 0
+    ON CONFLICT (workspace_id) DO UPDATE
+       SET total = s.total + EXCLUDED.total, last_seq = greatest(s.last_seq, EXCLUDED.last_seq)
+),
+bump_buckets AS (
+    INSERT INTO contact_buckets AS b (workspace_id, status, bucket, n)
+    SELECT $1, (x.c).status, (x.c).seq >> 10, count(*) FROM ins x GROUP BY 2, 3
+    ON CONFLICT (workspace_id, status, bucket) DO UPDATE SET n = b.n + EXCLUDED.n
+),
+res AS (
+    SELECT i.ord,
+           CASE WHEN (n.c).id IS NOT NULL THEN 'created'
+                WHEN (u.c).id IS NOT NULL THEN 'updated'
+                WHEN (e.old).id IS NOT NULL THEN 'unchanged'
+                WHEN a.ord IS NULL THEN 'refused'
+                ELSE 'retry' END AS outcome,
+           coalesce(n.c, u.c, e.old) AS cur,
+           e.old
+      FROM input i
+      LEFT JOIN ins n ON (n.c).email = i.email
+      LEFT JOIN upd u ON (u.c).email = i.email
+      LEFT JOIN existing e ON e.ord = i.ord
+      LEFT JOIN admitted a ON a.ord = i.ord
+)
+SELECT ord, outcome,
+       (cur).id, (cur).email, (cur).first_name, (cur).country, (cur).language, (cur).status,
+       (cur).source, (cur).metadata, (cur).custom_fields, (cur).created_at, (cur).updated_at,
+       (old).first_name, (old).country, (old).language, (old).custom_fields
+  FROM res
