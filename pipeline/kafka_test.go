@@ -15,8 +15,14 @@ import (
 )
 
 // newCluster starts an in-process Kafka-protocol broker with the given topics
-// (4 partitions each) and returns its addresses.
+// (4 partitions each) and returns its addresses; it stops with the test.
 func newCluster(t testing.TB, topics ...string) []string {
+	t.Helper()
+	return newClusterN(t, 4, topics...)
+}
+
+// newClusterN is newCluster with parts partitions per topic.
+func newClusterN(t testing.TB, parts int32, topics ...string) []string {
 	t.Helper()
 	opts := []kfake.Opt{
 		kfake.NumBrokers(1),
@@ -25,7 +31,7 @@ func newCluster(t testing.TB, topics ...string) []string {
 		kfake.GroupMinSessionTimeout(500 * time.Millisecond),
 	}
 	if len(topics) > 0 {
-		opts = append(opts, kfake.SeedTopics(4, topics...))
+		opts = append(opts, kfake.SeedTopics(parts, topics...))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {

@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	produceAPI "github.com/segmentio/kafka-go/protocol/produce"
 
 	"sendstream/schemas"
 )
@@ -34,9 +38,13 @@ type ProducerConfig struct {
 	// MaxAttempts is how often a batch is sent when the broker or the
 	// connection fails with a retryable error (default 3).
 	MaxAttempts int
-	// MaxBatchBytes caps the encoded envelopes in one produce request
-	// (default 900 KiB, under the broker's default message.max.bytes).
+	// MaxBatchBytes caps the encoded envelopes of one partition in one
+	// produce request (default 900 KiB, under the broker's default
+	// message.max.bytes).
 	MaxBatchBytes int
+	// MaxRequestBytes caps one produce request across partitions (default
+	// 16 MiB).
+	MaxRequestBytes int
 	// MetadataTTL is how long partition counts are cached (default 10s).
 	MetadataTTL time.Duration
 	// AutoCreatePartitions, when positive, makes Publish create a missing
@@ -61,6 +69,9 @@ func (c *ProducerConfig) withDefaults() {
 	}
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = 900 << 10
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = 16 << 20
 	}
 	if c.MetadataTTL <= 0 {
 		c.MetadataTTL = 10 * time.Second
@@ -97,26 +108,31 @@ func parseCompression(s string) (kafka.Compression, error) {
 	return 0, fmt.Errorf("unknown compression %q (want none, snappy, lz4, zstd or gzip)", s)
 }
 
-// Producer publishes envelopes with acks=all using group commit: messages are
-// queued per topic partition, and one flusher goroutine per partition sends
-// everything queued as one produce request as soon as the previous request
-// to that partition returned. Each Publish waits for the acknowledgement of
+// Producer publishes envelopes with acks=all using group commit. Messages
+// are queued per topic partition; one flusher goroutine per partition leader
+// (broker) sends everything queued for that broker's partitions as one
+// produce request as soon as its previous request returned, with at most one
+// request in flight per partition, so order per partition (and per key) is
+// the order of Publish calls. Each Publish waits for the acknowledgement of
 // its own messages. A Producer is safe for concurrent use; create one per
 // process and Close it last.
 type Producer struct {
-	cfg         ProducerConfig
-	compression kafka.Compression
-	client      *kafka.Client
-	transport   *kafka.Transport
+	cfg       ProducerConfig
+	attrs     int8 // record-set attributes: the compression codec
+	addr      net.Addr
+	client    *kafka.Client
+	transport *kafka.Transport
 
-	mu     sync.RWMutex
-	topics map[string]*topicState // by full (prefixed) topic name
-	closed bool
+	closeMu sync.RWMutex // held shared while enqueuing, exclusively by Close
+	closed  bool
 
-	stop   context.CancelFunc // cancels the flushers' context after drain
-	bgCtx  context.Context
-	wg     sync.WaitGroup
-	create sync.Mutex // serialises auto-creation
+	mu       sync.RWMutex
+	topics   map[string]*topicState   // by full (prefixed) topic name
+	flushers map[int32]*brokerFlusher // by leader broker id
+	create   sync.Mutex               // serialises auto-creation
+	bgCtx    context.Context          // flushers' requests; cancelled after Close drained
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
 
 	mBatches  *Counter
 	mMessages *Counter
@@ -134,14 +150,23 @@ type topicState struct {
 	parts     []*partQueue
 }
 
-// partQueue is the queue of one topic partition and its flusher.
+// partQueue holds the messages waiting for one topic partition.
 type partQueue struct {
 	topic     string
-	partition int
+	partition int32
+	leader    atomic.Pointer[brokerFlusher]
 
+	mu        sync.Mutex
+	pending   []queued
+	scheduled bool // listed in a flusher's ready list
+	inflight  bool // a request with this partition's messages is out
+}
+
+// brokerFlusher sends the queued messages of the partitions one broker leads.
+type brokerFlusher struct {
+	id      int32
 	mu      sync.Mutex
-	pending []queued
-	bytes   int
+	ready   []*partQueue
 	wake    chan struct{} // capacity 1
 	closing bool
 }
@@ -149,6 +174,7 @@ type partQueue struct {
 type queued struct {
 	key, value []byte
 	typ        string
+	attempts   int
 	call       *call
 }
 
@@ -186,20 +212,25 @@ func NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer, error) {
 		MetadataTTL: 6 * time.Second,
 		Context:     bg,
 	}
+	addr := kafka.TCP(cfg.Brokers...)
 	p := &Producer{
-		cfg:         cfg,
-		compression: comp,
-		transport:   tr,
-		client:      &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.RequestTimeout, Transport: tr},
-		topics:      map[string]*topicState{},
-		bgCtx:       bg,
-		stop:        stop,
+		cfg:       cfg,
+		attrs:     int8(protocol.Attributes(comp) & 7),
+		addr:      addr,
+		transport: tr,
+		client:    &kafka.Client{Addr: addr, Timeout: cfg.RequestTimeout, Transport: tr},
+		topics:    map[string]*topicState{},
+		flushers:  map[int32]*brokerFlusher{},
+		bgCtx:     bg,
+		stop:      stop,
 	}
 	m := cfg.Metrics
 	m.Help("sendstream_producer_batches_total", "Produce requests sent (group commits).")
 	m.Help("sendstream_producer_messages_total", "Envelopes acknowledged by the broker.")
 	m.Help("sendstream_producer_errors_total", "Envelopes whose produce failed.")
-	m.Help("sendstream_producer_ack_seconds", "Time from Publish to the broker's acknowledgement.")
+	m.Help("sendstream_producer_retries_total", "Produce requests retried after a retryable failure.")
+	m.Help("sendstream_producer_ack_seconds", "Time from Publish to the broker's acknowledgement of all its envelopes.")
+	m.Help("sendstream_producer_batch_messages", "Envelopes per produce request.")
 	p.mBatches = m.Counter("sendstream_producer_batches_total")
 	p.mMessages = m.Counter("sendstream_producer_messages_total")
 	p.mErrors = m.Counter("sendstream_producer_errors_total")
@@ -220,28 +251,27 @@ func (p *Producer) Topic(topic string) string { return p.cfg.TopicPrefix + topic
 
 // Publish JSON-encodes envs and produces them to TopicPrefix+topic with
 // acks=all, each to partition hash(env.Key) mod partitions (env.ID when the
-// key is empty). It returns nil once every envelope is acknowledged, the
-// first produce error (wrapped) otherwise, or ctx's error when ctx ends first
-// (the envelopes may still be written then). Safe for concurrent use.
+// key is empty); each record carries the envelope type in a "type" header.
+// It returns nil once every envelope is acknowledged, the first produce
+// error (wrapped) otherwise, or ctx's error when ctx ends first (the
+// envelopes may still be written then). Encoding errors and oversized
+// envelopes are Permanent. Safe for concurrent use.
 func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.Envelope) error {
 	if len(envs) == 0 {
 		return nil
 	}
 	start := time.Now()
-	ts, err := p.topic(ctx, p.cfg.TopicPrefix+topic)
-	if err != nil {
-		return err
-	}
+	name := p.cfg.TopicPrefix + topic
 	c := &call{done: make(chan struct{})}
 	c.remaining.Store(int32(len(envs)))
 	msgs := make([]queued, len(envs))
 	for i := range envs {
 		v, err := json.Marshal(&envs[i])
 		if err != nil {
-			return Permanent(fmt.Errorf("publish %s: encode envelope %s: %w", ts.name, envs[i].ID, err))
+			return Permanent(fmt.Errorf("publish %s: encode envelope %s: %w", name, envs[i].ID, err))
 		}
 		if len(v) > p.cfg.MaxBatchBytes {
-			return Permanent(fmt.Errorf("publish %s: envelope %s is %d bytes, over the %d limit", ts.name, envs[i].ID, len(v), p.cfg.MaxBatchBytes))
+			return Permanent(fmt.Errorf("publish %s: envelope %s is %d bytes, over the %d limit", name, envs[i].ID, len(v), p.cfg.MaxBatchBytes))
 		}
 		key := envs[i].Key
 		if key == "" {
@@ -249,16 +279,22 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 		}
 		msgs[i] = queued{key: []byte(key), value: v, typ: envs[i].Type, call: c}
 	}
-	for i := range msgs {
-		q := ts.parts[partitionFor(msgs[i].key, len(ts.parts))]
-		if !q.enqueue(msgs[i]) {
-			// Closed while enqueuing: fail the remaining messages of this call.
-			for j := i; j < len(msgs); j++ {
-				c.complete(ErrProducerClosed)
-			}
-			break
-		}
+	// Held shared until the messages are queued, so Close (exclusive) sees
+	// every flusher and every queued message.
+	p.closeMu.RLock()
+	if p.closed {
+		p.closeMu.RUnlock()
+		return ErrProducerClosed
 	}
+	ts, err := p.topic(ctx, name)
+	if err != nil {
+		p.closeMu.RUnlock()
+		return err
+	}
+	for i := range msgs {
+		p.enqueue(ts.parts[partitionFor(msgs[i].key, len(ts.parts))], msgs[i])
+	}
+	p.closeMu.RUnlock()
 	select {
 	case <-c.done:
 		if c.err != nil {
@@ -268,6 +304,32 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("publish %s: waiting for ack: %w", ts.name, ctx.Err())
+	}
+}
+
+// enqueue appends m to q and makes sure q's leader will send it.
+func (p *Producer) enqueue(q *partQueue, m queued) {
+	q.mu.Lock()
+	q.pending = append(q.pending, m)
+	p.scheduleLocked(q)
+	q.mu.Unlock()
+}
+
+// scheduleLocked lists q with its leader's flusher unless it is already
+// listed or in flight (its flusher relists it when the request returns).
+// q.mu must be held.
+func (p *Producer) scheduleLocked(q *partQueue) {
+	if q.scheduled || q.inflight || len(q.pending) == 0 {
+		return
+	}
+	q.scheduled = true
+	bf := q.leader.Load()
+	bf.mu.Lock()
+	bf.ready = append(bf.ready, q)
+	bf.mu.Unlock()
+	select {
+	case bf.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -282,36 +344,16 @@ func partitionFor(key []byte, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-func (q *partQueue) enqueue(m queued) bool {
-	q.mu.Lock()
-	if q.closing {
-		q.mu.Unlock()
-		return false
-	}
-	q.pending = append(q.pending, m)
-	q.bytes += len(m.value) + len(m.key)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-	return true
-}
-
 // topic returns the cached partition layout of a topic, refreshing it when
 // older than MetadataTTL.
 func (p *Producer) topic(ctx context.Context, name string) (*topicState, error) {
 	p.mu.RLock()
 	ts, ok := p.topics[name]
-	closed := p.closed
 	p.mu.RUnlock()
-	if closed {
-		return nil, ErrProducerClosed
-	}
 	if ok && time.Since(ts.fetchedAt) < p.cfg.MetadataTTL {
 		return ts, nil
 	}
-	n, err := p.partitionCount(ctx, name)
+	leaders, err := p.partitionLeaders(ctx, name)
 	if err != nil {
 		if ok { // keep using the old layout while metadata is unavailable
 			return ts, nil
@@ -320,37 +362,50 @@ func (p *Producer) topic(ctx context.Context, name string) (*topicState, error) 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return nil, ErrProducerClosed
-	}
 	ts, ok = p.topics[name]
-	if ok && len(ts.parts) >= n {
+	if ok && len(ts.parts) >= len(leaders) {
+		p.setLeadersLocked(ts.parts, leaders)
 		ts.fetchedAt = time.Now()
 		return ts, nil
 	}
-	// New topic or added partitions: copy-on-write so readers holding the
+	// New topic or added partitions: copy-on-write so callers holding the
 	// old state keep a consistent view.
-	nts := &topicState{name: name, fetchedAt: time.Now(), parts: make([]*partQueue, n)}
+	nts := &topicState{name: name, fetchedAt: time.Now(), parts: make([]*partQueue, len(leaders))}
 	if ok {
 		copy(nts.parts, ts.parts)
 	}
 	for i := range nts.parts {
 		if nts.parts[i] == nil {
-			q := &partQueue{topic: name, partition: i, wake: make(chan struct{}, 1)}
-			nts.parts[i] = q
-			p.wg.Add(1)
-			go p.flusher(q)
+			nts.parts[i] = &partQueue{topic: name, partition: int32(i)}
 		}
 	}
+	p.setLeadersLocked(nts.parts, leaders)
 	p.topics[name] = nts
 	return nts, nil
 }
 
-func (p *Producer) partitionCount(ctx context.Context, name string) (int, error) {
+// setLeadersLocked points each partition queue at its leader's flusher,
+// starting flushers for brokers seen for the first time. p.mu must be held.
+func (p *Producer) setLeadersLocked(parts []*partQueue, leaders []int32) {
+	for i, id := range leaders {
+		bf, ok := p.flushers[id]
+		if !ok {
+			bf = &brokerFlusher{id: id, wake: make(chan struct{}, 1)}
+			p.flushers[id] = bf
+			p.wg.Add(1)
+			go p.flush(bf)
+		}
+		parts[i].leader.Store(bf)
+	}
+}
+
+// partitionLeaders returns the leader broker id of each partition of name,
+// creating the topic first when AutoCreatePartitions allows it.
+func (p *Producer) partitionLeaders(ctx context.Context, name string) ([]int32, error) {
 	for attempt := 0; ; attempt++ {
 		md, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{name}})
 		if err != nil {
-			return 0, fmt.Errorf("publish %s: metadata: %w", name, err)
+			return nil, fmt.Errorf("publish %s: metadata: %w", name, err)
 		}
 		var terr error
 		for _, t := range md.Topics {
@@ -358,7 +413,14 @@ func (p *Producer) partitionCount(ctx context.Context, name string) (int, error)
 				continue
 			}
 			if t.Error == nil && len(t.Partitions) > 0 {
-				return len(t.Partitions), nil
+				leaders := make([]int32, len(t.Partitions))
+				for _, pt := range t.Partitions {
+					if pt.ID < 0 || pt.ID >= len(leaders) {
+						return nil, fmt.Errorf("publish %s: metadata lists partition %d of %d", name, pt.ID, len(leaders))
+					}
+					leaders[pt.ID] = int32(pt.Leader.ID)
+				}
+				return leaders, nil
 			}
 			terr = t.Error
 		}
@@ -366,113 +428,253 @@ func (p *Producer) partitionCount(ctx context.Context, name string) (int, error)
 			terr = kafka.UnknownTopicOrPartition
 		}
 		if attempt > 0 || p.cfg.AutoCreatePartitions <= 0 || !errors.Is(terr, kafka.UnknownTopicOrPartition) {
-			return 0, fmt.Errorf("publish %s: topic unavailable: %w", name, terr)
+			return nil, fmt.Errorf("publish %s: topic unavailable: %w", name, terr)
 		}
 		p.create.Lock()
 		err = createTopics(ctx, p.client, []string{name}, p.cfg.AutoCreatePartitions)
 		p.create.Unlock()
 		if err != nil {
-			return 0, fmt.Errorf("publish %s: %w", name, err)
+			return nil, fmt.Errorf("publish %s: %w", name, err)
 		}
 	}
 }
 
-// flusher sends everything queued on q, one produce request at a time, until
-// the producer closes and q is empty.
-func (p *Producer) flusher(q *partQueue) {
+// inflightPart is one partition's share of a produce request.
+type inflightPart struct {
+	q     *partQueue
+	batch []queued
+}
+
+// flush is the flusher goroutine of one broker: it waits for ready
+// partitions, sends all their queued messages in one request, completes the
+// callers, and repeats. It returns once Close asked and nothing is ready.
+func (p *Producer) flush(bf *brokerFlusher) {
 	defer p.wg.Done()
-	var batch []queued
+	var (
+		ready    []*partQueue
+		parts    []inflightPart
+		failures int // consecutive failed requests, for backoff
+	)
 	for {
-		q.mu.Lock()
-		for len(q.pending) == 0 {
-			if q.closing {
-				q.mu.Unlock()
+		bf.mu.Lock()
+		for len(bf.ready) == 0 {
+			if bf.closing {
+				bf.mu.Unlock()
 				return
 			}
-			q.mu.Unlock()
-			<-q.wake
-			q.mu.Lock()
+			bf.mu.Unlock()
+			<-bf.wake
+			bf.mu.Lock()
 		}
-		// Take as much as fits in one request; leave the rest for the next.
-		n, size := 0, 0
-		for n < len(q.pending) {
-			sz := len(q.pending[n].value) + len(q.pending[n].key)
-			if n > 0 && size+sz > p.cfg.MaxBatchBytes {
-				break
-			}
-			size += sz
-			n++
-		}
-		batch = append(batch[:0], q.pending[:n]...)
-		if n == len(q.pending) {
-			clear(q.pending) // drop references for the GC
-			q.pending = q.pending[:0]
-			q.bytes = 0
-		} else {
-			rest := make([]queued, len(q.pending)-n, cap(q.pending))
-			copy(rest, q.pending[n:])
-			q.pending = rest
-			q.bytes -= size
-		}
-		q.mu.Unlock()
+		ready, bf.ready = bf.ready, ready[:0]
+		bf.mu.Unlock()
 
-		err := p.produce(q, batch)
-		p.mBatches.Inc()
-		p.mBatchLen.Observe(float64(len(batch)))
-		if err != nil {
-			p.mErrors.Add(uint64(len(batch)))
+		parts = parts[:0]
+		total := 0
+		for _, q := range ready {
+			q.mu.Lock()
+			q.scheduled = false
+			switch {
+			case q.leader.Load() != bf: // leader moved: hand over
+				p.scheduleLocked(q)
+			case q.inflight || len(q.pending) == 0:
+			case total >= p.cfg.MaxRequestBytes: // full: next request
+				p.rescheduleLater(bf, q)
+			default:
+				batch, size := p.take(q)
+				total += size
+				q.inflight = true
+				parts = append(parts, inflightPart{q: q, batch: batch})
+			}
+			q.mu.Unlock()
+		}
+		clear(ready)
+		if len(parts) == 0 {
+			continue
+		}
+
+		retry := p.send(parts)
+		if retry {
+			failures++
 		} else {
-			p.mMessages.Add(uint64(len(batch)))
+			failures = 0
 		}
-		for i := range batch {
-			batch[i].call.complete(err)
+		for i := range parts {
+			q := parts[i].q
+			q.mu.Lock()
+			q.inflight = false
+			p.scheduleLocked(q)
+			q.mu.Unlock()
+			parts[i] = inflightPart{}
 		}
-		clear(batch)
+		if failures > 0 {
+			p.mRetries.Inc()
+			select {
+			case <-time.After(backoff(failures-1, 50*time.Millisecond, 2*time.Second)):
+			case <-p.bgCtx.Done():
+			}
+		}
 	}
 }
 
-// produce sends one batch with acks=all, retrying retryable failures.
-func (p *Producer) produce(q *partQueue, batch []queued) error {
+// rescheduleLater puts q back on bf's ready list for the next request; q.mu
+// is held and q.scheduled is false.
+func (p *Producer) rescheduleLater(bf *brokerFlusher, q *partQueue) {
+	q.scheduled = true
+	bf.mu.Lock()
+	bf.ready = append(bf.ready, q)
+	bf.mu.Unlock()
+}
+
+// take removes from q what fits in one record batch. q.mu is held.
+func (p *Producer) take(q *partQueue) ([]queued, int) {
+	n, size := 0, 0
+	for n < len(q.pending) {
+		sz := len(q.pending[n].value) + len(q.pending[n].key) + 64
+		if n > 0 && size+sz > p.cfg.MaxBatchBytes {
+			break
+		}
+		size += sz
+		n++
+	}
+	batch := make([]queued, n)
+	copy(batch, q.pending[:n])
+	if n == len(q.pending) {
+		clear(q.pending)
+		q.pending = q.pending[:0]
+	} else {
+		rest := make([]queued, len(q.pending)-n, cap(q.pending))
+		copy(rest, q.pending[n:])
+		q.pending = rest
+	}
+	return batch, size
+}
+
+// send produces parts in one request and completes their callers; messages
+// that failed with a retryable error and have attempts left go back to the
+// front of their queue. It reports whether anything is to be retried.
+func (p *Producer) send(parts []inflightPart) (retry bool) {
 	now := time.Now()
-	var err error
-	for attempt := 0; attempt < p.cfg.MaxAttempts; attempt++ {
-		if attempt > 0 {
-			p.mRetries.Inc()
-			select {
-			case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
-			case <-p.bgCtx.Done():
-				return fmt.Errorf("produce %s/%d: %w", q.topic, q.partition, ErrProducerClosed)
-			}
-		}
-		recs := make([]kafka.Record, len(batch))
-		for i := range batch {
-			recs[i] = kafka.Record{
+	req := &produceAPI.Request{Acks: int16(kafka.RequireAll), Timeout: int32(p.cfg.RequestTimeout / time.Millisecond)}
+	index := make(map[string]map[int32]int, 2)
+	msgs := 0
+	for i, ip := range parts {
+		recs := make([]kafka.Record, len(ip.batch))
+		for j := range ip.batch {
+			recs[j] = kafka.Record{
 				Time:    now,
-				Key:     kafka.NewBytes(batch[i].key),
-				Value:   kafka.NewBytes(batch[i].value),
-				Headers: []kafka.Header{{Key: "type", Value: []byte(batch[i].typ)}},
+				Key:     kafka.NewBytes(ip.batch[j].key),
+				Value:   kafka.NewBytes(ip.batch[j].value),
+				Headers: []kafka.Header{{Key: "type", Value: []byte(ip.batch[j].typ)}},
 			}
 		}
-		var res *kafka.ProduceResponse
-		res, err = p.client.Produce(p.bgCtx, &kafka.ProduceRequest{
-			Topic:        q.topic,
-			Partition:    q.partition,
-			RequiredAcks: kafka.RequireAll,
-			Records:      kafka.NewRecordReader(recs...),
-			Compression:  p.compression,
-		})
-		if err == nil && res != nil && res.Error != nil {
-			err = res.Error
+		msgs += len(recs)
+		rp := produceAPI.RequestPartition{
+			Partition: ip.q.partition,
+			RecordSet: protocol.RecordSet{Attributes: protocol.Attributes(p.attrs), Records: kafka.NewRecordReader(recs...)},
 		}
-		if err == nil {
-			return nil
+		byPart, ok := index[ip.q.topic]
+		if !ok {
+			byPart = map[int32]int{}
+			index[ip.q.topic] = byPart
+			req.Topics = append(req.Topics, produceAPI.RequestTopic{Topic: ip.q.topic})
 		}
-		err = fmt.Errorf("produce %s/%d: %w", q.topic, q.partition, err)
-		if !retryableKafka(err) {
-			return err
+		byPart[ip.q.partition] = i
+		for t := range req.Topics {
+			if req.Topics[t].Topic == ip.q.topic {
+				req.Topics[t].Partitions = append(req.Topics[t].Partitions, rp)
+			}
 		}
 	}
-	return err
+	p.mBatches.Inc()
+	p.mBatchLen.Observe(float64(msgs))
+
+	ctx, cancel := context.WithTimeout(p.bgCtx, p.cfg.RequestTimeout+time.Second)
+	res, err := p.transport.RoundTrip(ctx, p.addr, req)
+	cancel()
+	errs := make([]error, len(parts))
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		if strings.Contains(err.Error(), "mismatching leaders") || errors.Is(err, protocol.ErrNoLeader) {
+			p.expireMetadata()
+		}
+	} else {
+		answered := make([]bool, len(parts))
+		for _, t := range res.(*produceAPI.Response).Topics {
+			for _, rp := range t.Partitions {
+				i, ok := index[t.Topic][rp.Partition]
+				if !ok {
+					continue
+				}
+				answered[i] = true
+				if rp.ErrorCode != 0 {
+					errs[i] = kafka.Error(rp.ErrorCode)
+					if rp.ErrorMessage != "" {
+						errs[i] = fmt.Errorf("%w: %s", kafka.Error(rp.ErrorCode), rp.ErrorMessage)
+					}
+					if errors.Is(errs[i], kafka.NotLeaderForPartition) || errors.Is(errs[i], kafka.LeaderNotAvailable) {
+						p.expireMetadata()
+					}
+				}
+			}
+		}
+		for i := range parts {
+			if !answered[i] {
+				errs[i] = errors.New("no answer for the partition")
+			}
+		}
+	}
+	for i, ip := range parts {
+		perr := errs[i]
+		if perr == nil {
+			p.mMessages.Add(uint64(len(ip.batch)))
+			for j := range ip.batch {
+				ip.batch[j].call.complete(nil)
+			}
+			continue
+		}
+		perr = fmt.Errorf("produce %s/%d: %w", ip.q.topic, ip.q.partition, perr)
+		if retryableKafka(perr) && ip.batch[0].attempts+1 < p.cfg.MaxAttempts && p.bgCtx.Err() == nil {
+			retry = true
+			for j := range ip.batch {
+				ip.batch[j].attempts++
+			}
+			q := ip.q
+			q.mu.Lock()
+			q.pending = append(ip.batch, q.pending...)
+			q.mu.Unlock()
+			continue
+		}
+		p.mErrors.Add(uint64(len(ip.batch)))
+		for j := range ip.batch {
+			ip.batch[j].call.complete(perr)
+		}
+	}
+	return retry
+}
+
+// expireMetadata makes the next Publish of every topic re-read partition
+// leaders.
+func (p *Producer) expireMetadata() {
+	p.mu.Lock()
+	for _, ts := range p.topics {
+		ts.fetchedAt = time.Time{}
+	}
+	p.mu.Unlock()
+}
+
+// backoff returns base·2^attempt capped at max.
+func backoff(attempt int, base, max time.Duration) time.Duration {
+	if attempt > 30 {
+		return max
+	}
+	d := base << attempt
+	if d > max || d <= 0 {
+		return max
+	}
+	return d
 }
 
 // retryableKafka reports errors worth sending the same batch again for:
@@ -486,35 +688,54 @@ func retryableKafka(err error) bool {
 	if errors.As(err, &nerr) {
 		return true
 	}
-	return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "EOF") ||
-		strings.Contains(err.Error(), "connection reset")
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), "mismatching leaders")
 }
 
 // Close stops accepting envelopes, waits until everything queued is acked or
-// failed (bounded by ctx-less RequestTimeout × MaxAttempts per batch), and
+// failed (each request bounded by RequestTimeout, MaxAttempts times), and
 // releases connections. Publish after Close returns ErrProducerClosed.
 func (p *Producer) Close() error {
-	p.mu.Lock()
+	p.closeMu.Lock()
 	if p.closed {
-		p.mu.Unlock()
+		p.closeMu.Unlock()
 		return nil
 	}
 	p.closed = true
-	topics := p.topics
-	p.mu.Unlock()
-	for _, ts := range topics {
-		for _, q := range ts.parts {
-			q.mu.Lock()
-			q.closing = true
-			q.mu.Unlock()
-			select {
-			case q.wake <- struct{}{}:
-			default:
-			}
+	p.closeMu.Unlock()
+
+	p.mu.RLock()
+	flushers := make([]*brokerFlusher, 0, len(p.flushers))
+	for _, bf := range p.flushers {
+		flushers = append(flushers, bf)
+	}
+	p.mu.RUnlock()
+	for _, bf := range flushers {
+		bf.mu.Lock()
+		bf.closing = true
+		bf.mu.Unlock()
+		select {
+		case bf.wake <- struct{}{}:
+		default:
 		}
 	}
 	p.wg.Wait()
 	p.stop()
+	// Whatever is still queued (a partition handed to a flusher that had
+	// already stopped) fails rather than hanging its caller.
+	p.mu.RLock()
+	for _, ts := range p.topics {
+		for _, q := range ts.parts {
+			q.mu.Lock()
+			for _, m := range q.pending {
+				m.call.complete(ErrProducerClosed)
+			}
+			q.pending = nil
+			q.mu.Unlock()
+		}
+	}
+	p.mu.RUnlock()
 	p.transport.CloseIdleConnections()
 	return nil
 }

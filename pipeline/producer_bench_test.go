@@ -1,0 +1,112 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"sendstream/schemas"
+)
+
+// benchEnv is an envelope whose JSON encoding is about 200 bytes.
+func benchEnv(i int) schemas.Envelope {
+	return schemas.Envelope{
+		ID:         "0190f5a8c2d34e5f8a9b0c1d2e3f4a5b",
+		Workspace:  "ws_bench",
+		Type:       "event.recorded.v1",
+		Key:        fmt.Sprintf("ws_bench/c%d", i%1000),
+		OccurredAt: time.Unix(1700000000, 0).UTC(),
+		Payload:    json.RawMessage(`{"name":"signup","value":` + strings.Repeat("1", 20) + `}`),
+	}
+}
+
+// run64 spreads b.N operations over 64 goroutines and reports msg/s.
+func run64(b *testing.B, op func(i int) error) {
+	const callers = 64
+	var wg sync.WaitGroup
+	var once sync.Once
+	per := b.N / callers
+	rem := b.N % callers
+	b.ResetTimer()
+	start := time.Now()
+	for c := 0; c < callers; c++ {
+		n := per
+		if c < rem {
+			n++
+		}
+		wg.Add(1)
+		go func(c, n int) {
+			defer wg.Done()
+			for i := 0; i < n; i++ {
+				if err := op(c*1_000_003 + i); err != nil {
+					once.Do(func() { b.Error(err) })
+					return
+				}
+			}
+		}(c, n)
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
+}
+
+// BenchmarkPublish64: 64 concurrent callers × 1 envelope per Publish,
+// acks=all, against an in-process kfake with 4 partitions. Compare with
+// BenchmarkWriter64 (PERFORMANCE.md's ~104k msg/s kafka-go Writer figure)
+// from the same run.
+func BenchmarkPublish64(b *testing.B) {
+	for _, tc := range []struct {
+		comp  string
+		parts int32
+	}{{"none", 4}, {"snappy", 4}, {"none", 1}, {"none", 8}} {
+		b.Run(fmt.Sprintf("%s/p%d", tc.comp, tc.parts), func(b *testing.B) {
+			comp := tc.comp
+			brokers := newClusterN(b, tc.parts, "bench")
+			ctx := context.Background()
+			p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, Compression: comp, Metrics: NewRegistry()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			v, _ := json.Marshal(benchEnv(0))
+			b.SetBytes(int64(len(v)))
+			if err := p.Publish(ctx, "bench", benchEnv(0)); err != nil {
+				b.Fatal(err)
+			}
+			run64(b, func(i int) error { return p.Publish(ctx, "bench", benchEnv(i)) })
+			b.ReportMetric(float64(p.mMessages.Value())/float64(max(p.mBatches.Value(), 1)), "msg/batch")
+		})
+	}
+}
+
+// BenchmarkWriter64 is the baseline: kafka-go's Writer, BatchSize 16,
+// synchronous WriteMessages of one message by 64 callers.
+func BenchmarkWriter64(b *testing.B) {
+	brokers := newCluster(b, "bench")
+	ctx := context.Background()
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(brokers...),
+		Topic:        "bench",
+		Balancer:     &kafka.Hash{},
+		RequiredAcks: kafka.RequireAll,
+		BatchSize:    16,
+		BatchTimeout: time.Millisecond,
+	}
+	defer w.Close()
+	v, _ := json.Marshal(benchEnv(0))
+	b.SetBytes(int64(len(v)))
+	run64(b, func(i int) error {
+		env := benchEnv(i)
+		v, err := json.Marshal(&env)
+		if err != nil {
+			return err
+		}
+		return w.WriteMessages(ctx, kafka.Message{Key: []byte(env.Key), Value: v})
+	})
+}
