@@ -1,0 +1,100 @@
+package harness
+
+import (
+	"math"
+	"testing"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0}, {[]float64{3}, 3}, {[]float64{3, 1}, 2}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		in := append([]float64(nil), tc.in...)
+		if got := Median(tc.in); got != tc.want {
+			t.Fatalf("Median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+		for i := range in {
+			if in[i] != tc.in[i] {
+				t.Fatal("Median must not reorder its input")
+			}
+		}
+	}
+}
+
+func TestPairingTakesTheMedianRatioOfStablePairs(t *testing.T) {
+	p := NewPairing(3)
+	for _, bs := range [][2]float64{{100, 60}, {110, 77}, {95, 57}} {
+		if !p.Add(bs[0], bs[1]) {
+			t.Fatalf("pair %v rejected: %+v", bs, p.Pairs)
+		}
+	}
+	if !p.Done() || !p.Stable() {
+		t.Fatal("three stable pairs should finish")
+	}
+	// ratios 0.60, 0.70, 0.60 → median 0.60
+	if got := p.MedianRatio(); math.Abs(got-0.60) > 1e-9 {
+		t.Fatalf("median ratio %v", got)
+	}
+}
+
+func TestPairingRedoesAPairWhoseBaselineStrays(t *testing.T) {
+	p := NewPairing(3)
+	p.Add(100, 60)
+	p.Add(104, 62)
+	if p.Add(140, 62) { // 37% above the running median of 102
+		t.Fatal("a straying baseline must be redone")
+	}
+	if p.Done() {
+		t.Fatal("only two pairs count so far")
+	}
+	p.Add(98, 61)
+	if !p.Done() || len(p.Accepted()) != 3 || p.Pairs[2].Reason == "" {
+		t.Fatalf("pairs %+v", p.Pairs)
+	}
+	if r := p.MedianRatio(); r < 0.59 || r > 0.63 {
+		t.Fatalf("the rejected pair must not count: %v", r)
+	}
+}
+
+func TestPairingCatchesAnOutlierFirstPair(t *testing.T) {
+	p := NewPairing(3)
+	p.Add(200, 100) // the machine was quiet only for this one
+	p.Add(100, 50)  // strays from 200: rejected
+	p.Add(100, 50)  // median(200,100)=150: 33% off: rejected
+	p.Add(100, 50)  // median(200,100,100)=100: accepted
+	if p.Done() {
+		t.Fatalf("accepted so far: %+v", p.Accepted())
+	}
+	p.Add(100, 50) // three accepted: 200, 100, 100 → the final check drops 200
+	if p.Done() {
+		t.Fatalf("the first pair should have been dropped: %+v", p.Pairs)
+	}
+	p.Add(101, 50)
+	if !p.Done() || !p.Stable() {
+		t.Fatalf("pairs %+v", p.Pairs)
+	}
+	for _, q := range p.Accepted() {
+		if q.Baseline == 200 {
+			t.Fatal("outlier first pair still counted")
+		}
+	}
+}
+
+func TestPairingGivesUpWhenTheMachineNeverSettles(t *testing.T) {
+	p := NewPairing(2)
+	for i, b := range []float64{100, 200, 50, 400, 25, 800} {
+		p.Add(b, 1)
+		if p.Done() != (i == 5) {
+			t.Fatalf("after %d pairs Done=%v", i+1, p.Done())
+		}
+	}
+	if p.Stable() {
+		t.Fatal("should be unstable")
+	}
+	if !(NewPairing(1).Add(0, 5) == false) {
+		t.Fatal("a zero baseline must be rejected")
+	}
+}

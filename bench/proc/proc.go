@@ -1,0 +1,135 @@
+// Package proc reads a process's CPU time and resident memory from /proc, for
+// the benchmark's secondary figures (CPU-µs per request, RSS at a fixed rate).
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is the unit of utime and stime in /proc/<pid>/stat. USER_HZ is
+// 100 on every Linux architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// CPU returns the user plus system CPU time the process (all its threads) has
+// used so far, from /proc/<pid>/stat; pid 0 means this process.
+func CPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(statPath(pid, "stat"))
+	if err != nil {
+		return 0, fmt.Errorf("read cpu of %d: %w", pid, err)
+	}
+	return parseStat(b)
+}
+
+// RSS returns the process's resident set size in bytes (VmRSS of
+// /proc/<pid>/status); pid 0 means this process.
+func RSS(pid int) (int64, error) {
+	b, err := os.ReadFile(statPath(pid, "status"))
+	if err != nil {
+		return 0, fmt.Errorf("read rss of %d: %w", pid, err)
+	}
+	return parseStatusKB(b, "VmRSS:")
+}
+
+func statPath(pid int, file string) string {
+	if pid == 0 {
+		return "/proc/self/" + file
+	}
+	return "/proc/" + strconv.Itoa(pid) + "/" + file
+}
+
+// parseStat extracts utime+stime (fields 14 and 15). The command name (field
+// 2) is in parentheses and may contain spaces, so fields are counted after
+// the last ')'.
+func parseStat(b []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse stat: no command name")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("parse stat: %d fields", len(f)+2)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parse stat: utime %q stime %q", f[11], f[12])
+	}
+	return time.Duration(ut+st) * clockTick, nil
+}
+
+// parseStatusKB returns the value of a "Key:   123 kB" line in bytes.
+func parseStatusKB(b []byte, key string) (int64, error) {
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, key) {
+			continue
+		}
+		f := strings.Fields(line[len(key):])
+		if len(f) < 1 {
+			break
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse %s %q: %w", key, f[0], err)
+		}
+		return kb * 1024, nil
+	}
+	return 0, fmt.Errorf("parse status: no %s line", key)
+}
+
+// Meter reads the CPU time of several processes at two instants.
+// It is used from one goroutine.
+type Meter struct {
+	PIDs  map[string]int // role ("server", "broker", "generator") to pid; 0 = this process
+	start map[string]time.Duration
+	end   map[string]time.Duration
+}
+
+// Start records each process's CPU time now; unreadable ones are skipped.
+func (m *Meter) Start() { m.start = m.read() }
+
+// End records each process's CPU time now.
+func (m *Meter) End() { m.end = m.read() }
+
+func (m *Meter) read() map[string]time.Duration {
+	out := make(map[string]time.Duration, len(m.PIDs))
+	for role, pid := range m.PIDs {
+		if c, err := CPU(pid); err == nil {
+			out[role] = c
+		}
+	}
+	return out
+}
+
+// PerOp returns, per role, the CPU microseconds used between Start and End
+// divided by ops. Roles not read at both instants are left out.
+func (m *Meter) PerOp(ops float64) map[string]float64 {
+	out := map[string]float64{}
+	if ops <= 0 {
+		return out
+	}
+	for role, s := range m.start {
+		if e, ok := m.end[role]; ok {
+			out[role] = round2(float64(e-s) / float64(time.Microsecond) / ops)
+		}
+	}
+	return out
+}
+
+// Used returns, per role, the CPU time used between Start and End.
+func (m *Meter) Used() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for role, s := range m.start {
+		if e, ok := m.end[role]; ok {
+			out[role] = e - s
+		}
+	}
+	return out
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }

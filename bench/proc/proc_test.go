@@ -1,0 +1,54 @@
+package proc
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestParseStatCountsFieldsAfterTheCommandName(t *testing.T) {
+	// comm contains spaces and a ')'; utime=250, stime=50 ticks.
+	line := "4242 (my (odd) proc) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 9 0 100 1000000 500 18446744073709551615\n"
+	d, err := parseStat([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != 3*time.Second {
+		t.Fatalf("got %v, want 3s", d)
+	}
+	if _, err := parseStat([]byte("12 (x) S 1 2")); err == nil {
+		t.Fatal("short line must fail")
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	b := []byte("Name:\tx\nVmPeak:\t  9000 kB\nVmRSS:\t   1234 kB\nThreads:\t3\n")
+	n, err := parseStatusKB(b, "VmRSS:")
+	if err != nil || n != 1234*1024 {
+		t.Fatalf("%d %v", n, err)
+	}
+	if _, err := parseStatusKB(b, "VmSwap:"); err == nil {
+		t.Fatal("missing key must fail")
+	}
+}
+
+func TestMeterReadsThisProcess(t *testing.T) {
+	m := &Meter{PIDs: map[string]int{"generator": 0, "gone": 1 << 30}}
+	m.Start()
+	for t0 := time.Now(); time.Since(t0) < 60*time.Millisecond; {
+	}
+	m.End()
+	used := m.Used()
+	if _, ok := used["gone"]; ok {
+		t.Fatal("an unreadable process must be left out")
+	}
+	if used["generator"] < 20*time.Millisecond {
+		t.Fatalf("busy loop of 60 ms measured as %v", used["generator"])
+	}
+	if per := m.PerOp(1000); per["generator"] < 20 {
+		t.Fatalf("per op %v", per)
+	}
+	if rss, err := RSS(os.Getpid()); err != nil || rss < 1<<20 {
+		t.Fatalf("rss %d %v", rss, err)
+	}
+}
