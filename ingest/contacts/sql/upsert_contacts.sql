@@ -3,7 +3,8 @@
 -- batch: $2 id to use when created, $3 email, $4 firstName, $5 country,
 -- $6 language (NULL keeps the current value), $7 customFields patch as JSON
 -- text (a null value removes the key), $8 source and $9 metadata JSON
--- (creation only), $10 status at creation.
+-- (creation only), $10 status at creation. $11 false leaves existing
+-- contacts untouched (list subscribe and sign-up forms create only).
 --
 -- Runs after lock_for_create.sql in the same transaction, so stats is
 -- current: new rows are admitted in batch order while the plan's contact
@@ -61,6 +62,7 @@ upd AS (
            updated_at    = now()
       FROM input i
      WHERE c.workspace_id = $1 AND c.email = i.email
+       AND $11::boolean
        AND EXISTS (SELECT 1 FROM existing e WHERE e.ord = i.ord)
        AND (c.first_name, c.country, c.language, c.custom_fields) IS DISTINCT FROM
            (coalesce(i.first_name, c.first_name), coalesce(i.country, c.country),

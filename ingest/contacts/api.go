@@ -1,0 +1,440 @@
+package contacts
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"sendstream/ingest"
+	"sendstream/schemas"
+)
+
+// Limits on request fields (not shown in the spec; documented in OpenAPI).
+const (
+	maxTextField   = 255  // firstName, country, language
+	maxSourceField = 100  // source
+	maxPage        = 1e9  // page numbers beyond this are refused
+	defaultLimit   = 50   // spec 8.3
+	maxLimit       = 100  // spec 8.3
+	maxSearchEmail = 1000 // a longer email query is not an address anyway
+)
+
+// codeValidation is the error code of 400 answers naming failing fields.
+const codeValidation = "validation_error"
+
+// api holds what the handlers need.
+type api struct {
+	store  *Store
+	signer *Signer
+	site   string
+	log    *slog.Logger
+}
+
+// contactResponse is the body of POST /v1/contacts.
+type contactResponse struct {
+	Success bool    `json:"success"`
+	Created bool    `json:"created"`
+	ID      string  `json:"id"`
+	Contact Contact `json:"contact"`
+}
+
+// pagination is the spec 4.5 pagination object.
+type pagination struct {
+	Page       int64 `json:"page"`
+	Limit      int   `json:"limit"`
+	Total      int64 `json:"total"`
+	TotalPages int64 `json:"totalPages"`
+}
+
+type pageResponse struct {
+	Contacts   []Contact  `json:"contacts"`
+	Pagination pagination `json:"pagination"`
+}
+
+type listsResponse struct {
+	Lists []List `json:"lists"`
+}
+
+type subscribeResponse struct {
+	Success   bool   `json:"success"`
+	ContactID string `json:"contactId"`
+	ListID    string `json:"listId"`
+	Status    string `json:"status"`
+	Created   bool   `json:"created"`
+}
+
+type unsubscribeResponse struct {
+	Success   bool    `json:"success"`
+	Removed   bool    `json:"removed"`
+	ContactID *string `json:"contactId"`
+	ListID    string  `json:"listId"`
+}
+
+// object decodes a request body that must be one JSON object.
+func object(body []byte) (map[string]json.RawMessage, *ingest.Result) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		r := ingest.Fail(400, codeValidation, "Request body is empty; send a JSON object")
+		return nil, &r
+	}
+	var m map[string]json.RawMessage
+	if body[0] != '{' || json.Unmarshal(body, &m) != nil {
+		r := ingest.Fail(400, codeValidation, "Request body must be a JSON object")
+		return nil, &r
+	}
+	return m, nil
+}
+
+// fieldErrs collects failing fields and their messages.
+type fieldErrs struct {
+	fields []string
+	msgs   []string
+}
+
+func (e *fieldErrs) add(field, msg string) {
+	e.fields = append(e.fields, field)
+	e.msgs = append(e.msgs, field+" "+msg)
+}
+
+func (e *fieldErrs) result() ingest.Result {
+	return ingest.Fail(400, codeValidation, "Invalid input: "+strings.Join(e.msgs, "; "), e.fields...)
+}
+
+// isNull reports whether a field is absent or JSON null.
+func isNull(raw json.RawMessage) bool {
+	return raw == nil || string(bytes.TrimSpace(raw)) == "null"
+}
+
+// optString reads an optional string field of at most max characters; nil
+// when absent or null.
+func optString(m map[string]json.RawMessage, name string, max int, errs *fieldErrs) *string {
+	raw, ok := m[name]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		errs.add(name, "must be a string")
+		return nil
+	}
+	if len([]rune(s)) > max {
+		errs.add(name, "must have at most "+strconv.Itoa(max)+" characters")
+		return nil
+	}
+	return &s
+}
+
+// optObject reads an optional JSON object field; nil when absent or null.
+func optObject(m map[string]json.RawMessage, name string, errs *fieldErrs) json.RawMessage {
+	raw, ok := m[name]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	raw = bytes.TrimSpace(raw)
+	if raw[0] != '{' {
+		errs.add(name, "must be an object")
+		return nil
+	}
+	return raw
+}
+
+// email reads a required email field, normalized.
+func email(m map[string]json.RawMessage, name string, errs *fieldErrs) string {
+	raw, ok := m[name]
+	if !ok || isNull(raw) {
+		errs.add(name, "is required")
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		errs.add(name, "must be a string")
+		return ""
+	}
+	e, err := NormalizeEmail(s)
+	if err != nil {
+		errs.add(name, err.Error())
+		return ""
+	}
+	return e
+}
+
+// profile reads the changeable contact fields and the creation-only ones of
+// a body, checking customFields against the workspace's definitions.
+func (a *api) profile(c *ingest.Call, m map[string]json.RawMessage, errs *fieldErrs) (f Fields, source string, meta json.RawMessage, err error) {
+	f.FirstName = optString(m, "firstName", maxTextField, errs)
+	f.Country = optString(m, "country", maxTextField, errs)
+	f.Language = optString(m, "language", maxTextField, errs)
+	if s := optString(m, "source", maxSourceField, errs); s != nil {
+		source = *s
+	}
+	meta = optObject(m, "metadata", errs)
+	custom := optObject(m, "customFields", errs)
+	if custom != nil {
+		var raw map[string]json.RawMessage
+		if json.Unmarshal(custom, &raw) != nil {
+			errs.add("customFields", "must be an object")
+			return f, source, meta, nil
+		}
+		patch, bad, err := a.store.CustomFieldPatch(c.Ctx, c.Principal.Workspace, raw)
+		if err != nil {
+			return f, source, meta, err
+		}
+		for _, k := range bad {
+			typ, _ := a.store.FieldType(c.Ctx, c.Principal.Workspace, k)
+			errs.add("customFields."+k, "must be a "+typeNoun(typ))
+		}
+		f.CustomFields = patch
+	}
+	return f, source, meta, nil
+}
+
+// upsert is POST /v1/contacts (spec 2.1, 4.5).
+func (a *api) upsert(c *ingest.Call) ingest.Result {
+	m, bad := object(c.Body)
+	if bad != nil {
+		return *bad
+	}
+	var errs fieldErrs
+	e := email(m, "email", &errs)
+	f, source, meta, err := a.profile(c, m, &errs)
+	if err != nil {
+		return a.internal(err)
+	}
+	if len(errs.fields) > 0 {
+		return errs.result()
+	}
+	if source == "" {
+		source = "api"
+	}
+	ws := c.Principal.Workspace
+	r, err := a.store.Upsert(c.Ctx, ws, UpsertInput{Email: e, Fields: f, Source: source, Metadata: meta})
+	if errors.Is(err, ErrContactLimit) {
+		return limitReached()
+	}
+	if err != nil {
+		return a.internal(err)
+	}
+	ev := newEvents(ws, c.RequestID)
+	status := 200
+	if r.Created {
+		status = 201
+		ev.created(r.Contact)
+	} else if len(r.Changed) > 0 {
+		ev.updated(r.Contact, r.Changed)
+	}
+	return ingest.Result{
+		Status:   status,
+		Body:     contactResponse{Success: true, Created: r.Created, ID: r.Contact.ID, Contact: r.Contact},
+		Publish:  ev.out,
+		Produced: schemas.Produced{ContactIDs: []string{r.Contact.ID}},
+	}
+}
+
+// page is GET /v1/contacts (spec 4.5).
+func (a *api) page(c *ingest.Call) ingest.Result {
+	var errs fieldErrs
+	page := int64(1)
+	if s := c.Query("page"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 || n > maxPage {
+			errs.add("page", "must be an integer from 1")
+		} else {
+			page = n
+		}
+	}
+	limit := defaultLimit
+	if s := c.Query("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxLimit {
+			errs.add("limit", "must be an integer from 1 to 100")
+		} else {
+			limit = n
+		}
+	}
+	if len(errs.fields) > 0 {
+		return errs.result()
+	}
+	status := strings.ToUpper(strings.TrimSpace(c.Query("status")))
+	if status != "" && !ValidStatus(status) {
+		return ingest.Fail(400, "invalid_status", "Unknown status "+strconv.Quote(c.Query("status"))+
+			"; use one of "+strings.Join(ContactStatuses, ", "), "status")
+	}
+	ws := c.Principal.Workspace
+	q := PageQuery{Offset: (page - 1) * int64(limit), Limit: limit, Status: status}
+	if id := c.Query("listId"); id != "" {
+		if _, err := a.store.List(c.Ctx, ws, id); err != nil {
+			return a.listErr(err, id)
+		}
+		q.ListID = id
+	}
+	p, err := a.store.Page(c.Ctx, ws, q)
+	if err != nil {
+		return a.internal(err)
+	}
+	return ingest.OK(200, pageResponse{Contacts: p.Contacts, Pagination: pagination{
+		Page: page, Limit: limit, Total: p.Total, TotalPages: (p.Total + int64(limit) - 1) / int64(limit),
+	}})
+}
+
+// search is GET /v1/contacts/search?email= (spec 4.5): the contact with its
+// lists, or a JSON null body.
+func (a *api) search(c *ingest.Call) ingest.Result {
+	q := c.Query("email")
+	if strings.TrimSpace(q) == "" {
+		return ingest.Fail(400, codeValidation, "Query parameter email is required", "email")
+	}
+	if len(q) > maxSearchEmail {
+		return ingest.Fail(400, codeValidation, "email must be a valid email address", "email")
+	}
+	e, err := NormalizeEmail(q)
+	if err != nil {
+		return ingest.Fail(400, codeValidation, "email "+err.Error(), "email")
+	}
+	found, err := a.store.Search(c.Ctx, c.Principal.Workspace, e)
+	if err != nil {
+		return a.internal(err)
+	}
+	if found == nil {
+		return ingest.Result{Status: 200, Raw: []byte("null")}
+	}
+	return ingest.Result{Status: 200, Body: found, Produced: schemas.Produced{ContactIDs: []string{found.ID}}}
+}
+
+// lists is GET /v1/lists (spec 4.5).
+func (a *api) lists(c *ingest.Call) ingest.Result {
+	ls, err := a.store.Lists(c.Ctx, c.Principal.Workspace)
+	if err != nil {
+		return a.internal(err)
+	}
+	return ingest.OK(200, listsResponse{Lists: ls})
+}
+
+// target reads the contact of a subscribe or unsubscribe body: email or
+// contactId, exactly one. withProfile also reads the creation fields.
+func (a *api) target(c *ingest.Call, withProfile bool) (Target, *ingest.Result) {
+	m, bad := object(c.Body)
+	if bad != nil {
+		return Target{}, bad
+	}
+	var errs fieldErrs
+	var t Target
+	_, hasEmail := m["email"]
+	hasEmail = hasEmail && !isNull(m["email"])
+	id := optString(m, "contactId", 64, &errs)
+	switch {
+	case hasEmail && id != nil:
+		errs.add("contactId", "must not be sent together with email")
+	case id != nil:
+		if *id == "" {
+			errs.add("contactId", "must not be empty")
+		}
+		t.ID = *id
+	default:
+		t.Email = email(m, "email", &errs)
+	}
+	if withProfile && t.ID == "" {
+		var err error
+		t.Fields, t.Source, t.Metadata, err = a.profile(c, m, &errs)
+		if err != nil {
+			r := a.internal(err)
+			return t, &r
+		}
+	}
+	if len(errs.fields) > 0 {
+		r := errs.result()
+		return t, &r
+	}
+	return t, nil
+}
+
+// subscribe is POST /v1/lists/{id}/subscribe (spec 3.2).
+func (a *api) subscribe(c *ingest.Call) ingest.Result {
+	t, bad := a.target(c, true)
+	if bad != nil {
+		return *bad
+	}
+	ws := c.Principal.Workspace
+	l, err := a.store.List(c.Ctx, ws, c.Params["id"])
+	if err != nil {
+		return a.listErr(err, c.Params["id"])
+	}
+	r, err := a.store.Subscribe(c.Ctx, l, t)
+	switch {
+	case errors.Is(err, ErrContactLimit):
+		return limitReached()
+	case errors.Is(err, ErrContactNotFound):
+		return ingest.Fail(404, "contact_not_found", "No contact "+strconv.Quote(t.ID)+" in this workspace", "contactId")
+	case err != nil:
+		return a.internal(err)
+	}
+	ev := newEvents(ws, c.RequestID)
+	if r.ContactCreated {
+		ev.created(r.Contact)
+	}
+	if r.Changed {
+		ev.membership(schemas.TypeContactAddedToList, r.Contact, l, r.Status, "api", c.RequestID, ev.now, true)
+	}
+	return ingest.Result{
+		Status:   200,
+		Body:     subscribeResponse{Success: true, ContactID: r.Contact.ID, ListID: l.ID, Status: r.Status, Created: r.ContactCreated},
+		Publish:  ev.out,
+		Produced: schemas.Produced{ContactIDs: []string{r.Contact.ID}},
+	}
+}
+
+// unsubscribe is POST /v1/lists/{id}/unsubscribe (spec 3.2).
+func (a *api) unsubscribe(c *ingest.Call) ingest.Result {
+	t, bad := a.target(c, false)
+	if bad != nil {
+		return *bad
+	}
+	ws := c.Principal.Workspace
+	l, err := a.store.List(c.Ctx, ws, c.Params["id"])
+	if err != nil {
+		return a.listErr(err, c.Params["id"])
+	}
+	r, err := a.store.Unsubscribe(c.Ctx, l, t)
+	if err != nil {
+		return a.internal(err)
+	}
+	body := unsubscribeResponse{Success: true, Removed: r.Removed, ListID: l.ID}
+	res := ingest.Result{Status: 200, Body: &body}
+	if r.ContactID != "" {
+		body.ContactID = &r.ContactID
+		res.Produced = schemas.Produced{ContactIDs: []string{r.ContactID}}
+	}
+	if r.Removed {
+		ev := newEvents(ws, c.RequestID)
+		ev.membership(schemas.TypeContactRemovedFromList, Contact{ID: r.ContactID, Email: r.Email}, l,
+			StatusUnsubscribed, "api", c.RequestID, ev.now, false)
+		res.Publish = ev.out
+	}
+	return res
+}
+
+func limitReached() ingest.Result {
+	return ingest.Fail(403, "contact_limit_reached",
+		"The plan's contact limit is reached: new contacts cannot be added (existing ones can still be updated)")
+}
+
+func (a *api) listErr(err error, id string) ingest.Result {
+	if errors.Is(err, ErrListNotFound) {
+		return ingest.Fail(404, "list_not_found", "No list "+strconv.Quote(id)+" in this workspace")
+	}
+	return a.internal(err)
+}
+
+// internal logs err and answers 500 without leaking the cause, or 503
+// when the request ran out of time (nothing answered 2xx; safe to retry).
+func (a *api) internal(err error) ingest.Result {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		a.log.Warn("contacts: request timed out", "err", err)
+		return ingest.Fail(503, "unavailable", "The request could not be completed in time; retry it")
+	}
+	a.log.Error("contacts: internal error", "err", err)
+	return ingest.Fail(500, "internal_error", "Internal error")
+}

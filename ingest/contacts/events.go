@@ -1,0 +1,89 @@
+package contacts
+
+import (
+	"encoding/json"
+	"time"
+
+	"sendstream/ingest"
+	"sendstream/schemas"
+)
+
+// events builds the envelopes of one call, all on schemas.TopicContacts and
+// keyed "<workspace>:<contactId>" so one contact's changes stay in order.
+// Ids are derived from the state change they announce (the contact id and
+// its timestamps) where a replay of the same change could occur, and from
+// the request id otherwise, so nothing is ever published under two ids.
+type events struct {
+	ws, requestID string
+	now           time.Time
+	out           []ingest.Message
+}
+
+func newEvents(ws, requestID string) *events {
+	return &events{ws: ws, requestID: requestID, now: time.Now().UTC()}
+}
+
+func (e *events) add(id, typ, contactID string, at time.Time, payload any) {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		// Payloads are plain structs of strings, times and raw JSON that
+		// came out of Postgres; failing here is a programming error.
+		panic("contacts: encode " + typ + ": " + err.Error())
+	}
+	e.out = append(e.out, ingest.Message{Topic: schemas.TopicContacts, Env: schemas.Envelope{
+		ID: id, Workspace: e.ws, Type: typ, Key: e.ws + ":" + contactID, OccurredAt: at,
+		CausationID: e.requestID, Payload: b,
+	}})
+}
+
+// contactPayload converts a Contact for contact.created/updated.
+func contactPayload(c Contact, changed []string) schemas.ContactPayload {
+	p := schemas.ContactPayload{
+		ContactID: c.ID, Email: c.Email, FirstName: c.FirstName, Country: c.Country, Language: c.Language,
+		Status: c.Status, Source: c.Source, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, UpdatedFields: changed,
+	}
+	_ = json.Unmarshal(c.CustomFields, &p.CustomFields)
+	if p.CustomFields == nil {
+		p.CustomFields = map[string]any{}
+	}
+	_ = json.Unmarshal(c.Metadata, &p.Metadata)
+	return p
+}
+
+// created announces a new contact (id derived from the contact id: a
+// contact is created once).
+func (e *events) created(c Contact) {
+	e.add(schemas.IDFromKey(e.ws, schemas.TypeContactCreated, c.ID), schemas.TypeContactCreated, c.ID,
+		c.CreatedAt, contactPayload(c, nil))
+}
+
+// updated announces changed fields (id derived from the contact id and its
+// new updatedAt).
+func (e *events) updated(c Contact, changed []string) {
+	key := c.ID + "@" + c.UpdatedAt.Format(time.RFC3339Nano)
+	e.add(schemas.IDFromKey(e.ws, schemas.TypeContactUpdated, key), schemas.TypeContactUpdated, c.ID,
+		c.UpdatedAt, contactPayload(c, changed))
+}
+
+// membership announces a membership change of type typ; joined also
+// publishes contact.joined_list.v1 for journey matching.
+func (e *events) membership(typ string, c Contact, l ListRef, status, via, stateKey string, at time.Time, joined bool) {
+	p := schemas.ListMembershipPayload{ContactID: c.ID, Email: c.Email, ListID: l.ID, ListName: l.Name, Status: status, Via: via}
+	key := l.ID + "/" + c.ID + "@" + stateKey
+	e.add(schemas.IDFromKey(e.ws, typ, key), typ, c.ID, at, p)
+	if joined {
+		e.add(schemas.IDFromKey(e.ws, schemas.TypeContactJoinedList, key), schemas.TypeContactJoinedList, c.ID, at, p)
+	}
+}
+
+// confirmed announces a contact that went PENDING -> ACTIVE.
+func (e *events) confirmed(id, email string, at time.Time) {
+	e.add(schemas.IDFromKey(e.ws, schemas.TypeContactConfirmed, id+"@"+at.Format(time.RFC3339Nano)),
+		schemas.TypeContactConfirmed, id, at, schemas.ContactConfirmedPayload{ContactID: id, Email: email})
+}
+
+// optIn asks the optin stage to send a confirmation email.
+func (e *events) optIn(p schemas.OptInRequestedPayload) {
+	e.add(schemas.ChildID(e.requestID, schemas.TypeOptInRequested, len(e.out)), schemas.TypeOptInRequested,
+		p.ContactID, e.now, p)
+}

@@ -1,0 +1,24 @@
+-- One page of the members of list $1 whose contact status is $4, newest
+-- contact first: $2 rows skipped, at most $3 returned. list_buckets locates
+-- the starting bucket as in page_all.sql. The first row carries only total.
+WITH b AS (
+    SELECT bucket, sum(n)::bigint AS n
+      FROM list_buckets WHERE list_id = $1 AND status = $4
+     GROUP BY bucket HAVING sum(n) > 0
+),
+cum AS (
+    SELECT bucket, n, (sum(n) OVER (ORDER BY bucket DESC) - n)::bigint AS before FROM b
+),
+start AS (
+    SELECT bucket, before FROM cum WHERE before <= $2 AND before + n > $2
+)
+SELECT (SELECT coalesce(sum(n), 0) FROM b)::bigint AS total,
+       NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
+       NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz
+UNION ALL
+(SELECT NULL, c.id, c.email, c.first_name, c.country, c.language, c.status, c.source,
+        c.metadata, c.custom_fields, c.created_at, c.updated_at
+   FROM memberships m JOIN contacts c ON c.id = m.contact_id
+  WHERE m.list_id = $1 AND c.status = $4 AND m.contact_seq < (SELECT (bucket + 1) << 10 FROM start)
+  ORDER BY m.contact_seq DESC
+ OFFSET (SELECT $2 - before FROM start) LIMIT $3)
