@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -37,6 +38,7 @@ func run() int {
 	out := flag.String("out", "", "results directory (default <repo>/bench/results)")
 	keep := flag.Bool("keep", false, "keep scratch directories (server, broker and baseline logs)")
 	list := flag.Bool("list", false, "list benchmarks and baselines, then exit")
+	cpuprofile := flag.String("cpuprofile", "", "write the load generator's (this process's) CPU profile to this file")
 	baselines := flag.String("baselines", "", "measure these baselines once (comma-separated, or \"all\") instead of running benchmarks")
 	flag.Parse()
 
@@ -53,6 +55,19 @@ func run() int {
 	if *list {
 		printList(root)
 		return 0
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *pairs < 1 || *conns < 1 || *duration <= 0 || *warmup < 0 {
 		fmt.Fprintln(os.Stderr, "bench: -pairs and -conns must be ≥ 1, -duration > 0, -warmup ≥ 0")
@@ -87,6 +102,11 @@ func run() int {
 	for _, b := range selected {
 		if !b.SelfTest && b.Exists(root) == nil {
 			needBin = true
+		}
+		for _, n := range b.Baselines {
+			if bl, err := baseline.Get(n); err == nil && needsBroker(bl) {
+				needBin = true
+			}
 		}
 	}
 	if needBin {
@@ -191,6 +211,14 @@ func measureBaselines(ctx context.Context, o harness.Options, names, out string)
 		list = strings.Split(names, ",")
 	}
 	sort.Strings(list)
+	for _, n := range list {
+		if bl, err := baseline.Get(n); err == nil && needsBroker(bl) && o.Bin == "" {
+			fmt.Fprintln(os.Stderr, "bench: go build -o bin/sendstream . (for the broker)")
+			if o.Bin, o.BuildErr = harness.Build(ctx, o.Root); o.BuildErr != nil {
+				fmt.Fprintln(os.Stderr, "bench:", o.BuildErr)
+			}
+		}
+	}
 	b := &harness.Benchmark{Name: "baselines", Doc: "each frozen baseline measured once"}
 	rep := harness.MeasureBaselines(ctx, b, o, list)
 	if err := rep.Write(out); err != nil {
@@ -216,6 +244,15 @@ func measureBaselines(ctx context.Context, o harness.Options, names, out string)
 	}
 	fmt.Println(rep.File)
 	return 0
+}
+
+func needsBroker(b *baseline.Baseline) bool {
+	for _, n := range b.Needs {
+		if n == baseline.NeedBroker {
+			return true
+		}
+	}
+	return false
 }
 
 func unitOf(name string) string {
