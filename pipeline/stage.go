@@ -59,10 +59,16 @@ type Resources struct {
 // Spec declares a stage: its unique name (the consumer group derives from it),
 // the topic it reads, the topics Handle may publish to, its default config,
 // and a constructor without side effects beyond what the stage needs.
+//
+// The envelopes Handle returns go to Produces[0] when Produces has one
+// topic; a stage producing to several topics sets Route, which returns one
+// of Produces for each envelope (a result outside Produces dead-letters the
+// input envelope).
 type Spec[C any] struct {
 	Name     string
 	Consumes string
 	Produces []string
+	Route    func(out schemas.Envelope) string
 	Defaults C
 	New      func(ctx context.Context, r Resources, cfg C) (Stage, error)
 }
@@ -72,6 +78,7 @@ type Registered struct {
 	Name     string
 	Consumes string
 	Produces []string
+	Route    func(out schemas.Envelope) string // nil: Produces[0]
 	Build    func(ctx context.Context, r Resources) (Stage, error)
 }
 
@@ -81,10 +88,14 @@ var (
 )
 
 // Register adds a stage; call it from an init function. It panics on an empty
-// or duplicate name, or a missing topic or constructor.
+// or duplicate name, a missing topic or constructor, or several Produces
+// without a Route.
 func Register[C any](s Spec[C]) {
 	if s.Name == "" || s.Consumes == "" || s.New == nil {
 		panic(fmt.Sprintf("pipeline: incomplete stage spec %q", s.Name))
+	}
+	if len(s.Produces) > 1 && s.Route == nil {
+		panic(fmt.Sprintf("pipeline: stage %q produces to several topics but has no Route", s.Name))
 	}
 	regMu.Lock()
 	defer regMu.Unlock()
@@ -92,7 +103,7 @@ func Register[C any](s Spec[C]) {
 		panic("pipeline: duplicate stage " + s.Name)
 	}
 	registry[s.Name] = Registered{
-		Name: s.Name, Consumes: s.Consumes, Produces: s.Produces,
+		Name: s.Name, Consumes: s.Consumes, Produces: s.Produces, Route: s.Route,
 		Build: func(ctx context.Context, r Resources) (Stage, error) {
 			return s.New(ctx, r, s.Defaults)
 		},

@@ -1,0 +1,549 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"sendstream/schemas"
+)
+
+const (
+	tPrefix = "t."
+	tIn     = "in"
+	tOut    = "out"
+)
+
+// runnerCluster starts a broker with the input, output and dead-letter
+// topics and returns its addresses and a producer.
+func runnerCluster(t *testing.T) ([]string, *Producer) {
+	t.Helper()
+	brokers := newCluster(t, tPrefix+tIn, tPrefix+tOut, tPrefix+schemas.TopicDeadLetter)
+	return brokers, newTestProducer(t, brokers, tPrefix)
+}
+
+func testRunConfig(brokers []string, p Publisher, stages ...Registered) RunConfig {
+	return RunConfig{
+		Brokers:           brokers,
+		TopicPrefix:       tPrefix,
+		Stages:            stages,
+		Resources:         Resources{Publisher: p},
+		MaxRetries:        2,
+		BackoffBase:       time.Millisecond,
+		BackoffMax:        20 * time.Millisecond,
+		BatchSize:         100,
+		FlushInterval:     100 * time.Millisecond,
+		DrainTimeout:      5 * time.Second,
+		MaxWait:           100 * time.Millisecond,
+		SessionTimeout:    2 * time.Second,
+		RebalanceTimeout:  2 * time.Second,
+		HeartbeatInterval: 200 * time.Millisecond,
+		JoinGroupBackoff:  100 * time.Millisecond,
+		Metrics:           NewRegistry(),
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+func registered(name string, st Stage, produces ...string) Registered {
+	return Registered{
+		Name: name, Consumes: tIn, Produces: produces,
+		Build: func(context.Context, Resources) (Stage, error) { return st, nil },
+	}
+}
+
+// startRun runs Run in the background; the returned stop cancels it and
+// returns Run's error.
+func startRun(t *testing.T, cfg RunConfig) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				err = errors.New("Run did not return within 20s of cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func publishN(t *testing.T, p *Producer, topic string, n int) []schemas.Envelope {
+	t.Helper()
+	envs := make([]schemas.Envelope, n)
+	for i := range envs {
+		envs[i] = testEnv(fmt.Sprintf("key%d", i%7), i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Publish(ctx, topic, envs...); err != nil {
+		t.Fatal(err)
+	}
+	return envs
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// committed returns the group's committed offset per partition of topic
+// (-1 when none).
+func committed(t *testing.T, brokers []string, stage, topic string) map[int]int64 {
+	t.Helper()
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	res, err := c.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{
+		GroupID: GroupID(stage), Topics: map[string][]int{topic: {0, 1, 2, 3}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]int64{}
+	for _, p := range res.Topics[topic] {
+		out[p.Partition] = p.CommittedOffset
+	}
+	return out
+}
+
+func totalCommitted(t *testing.T, brokers []string, stage string) int64 {
+	var n int64
+	for _, off := range committed(t, brokers, stage, tPrefix+tIn) {
+		if off > 0 {
+			n += off
+		}
+	}
+	return n
+}
+
+// recorder is a test stage: it records what it handled and answers with the
+// per-id behaviour configured in fail.
+type recorder struct {
+	mu       sync.Mutex
+	handled  map[string]int // id -> times handled
+	attempts map[string][]int
+	fail     func(env schemas.Envelope, n int) error // n: times seen before
+	output   bool
+	closed   atomic.Int32
+}
+
+func newRecorder() *recorder {
+	return &recorder{handled: map[string]int{}, attempts: map[string][]int{}}
+}
+
+func (r *recorder) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	r.mu.Lock()
+	n := r.handled[env.ID]
+	r.handled[env.ID]++
+	r.attempts[env.ID] = append(r.attempts[env.ID], env.Attempt)
+	r.mu.Unlock()
+	if r.fail != nil {
+		if err := r.fail(env, n); err != nil {
+			return nil, err
+		}
+	}
+	if !r.output {
+		return nil, nil
+	}
+	return []schemas.Envelope{{Type: "test.copied.v1", Key: env.Key, Payload: env.Payload}}, nil
+}
+
+func (r *recorder) Close() error { r.closed.Add(1); return nil }
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.handled)
+}
+
+func (r *recorder) times(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.handled[id]
+}
+
+func TestRunPublishesOutputsThenCommits(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	st := newRecorder()
+	st.output = true
+	cfg := testRunConfig(brokers, p, registered("copy", st, tOut))
+	start := time.Now()
+	stop := startRun(t, cfg)
+
+	// Light traffic: one envelope goes through with low latency once the
+	// group has joined.
+	first := publishN(t, p, tIn, 1)[0]
+	waitFor(t, "first envelope", 10*time.Second, func() bool { return st.times(first.ID) > 0 })
+	t.Logf("group join + first envelope: %s", time.Since(start))
+	sent := time.Now()
+	single := testEnv("single", 0)
+	if err := p.Publish(context.Background(), tIn, single); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "single envelope", 5*time.Second, func() bool { return st.times(single.ID) > 0 })
+	t.Logf("publish -> Handle latency with an idle group: %s", time.Since(sent))
+
+	envs := publishN(t, p, tIn, 300)
+	outs := consume(t, brokers, tPrefix+tOut, 302, 20*time.Second)
+	byCause := map[string]schemas.Envelope{}
+	for _, m := range outs {
+		env := decode(t, m)
+		byCause[env.CausationID] = env
+	}
+	for _, in := range append(envs, first, single) {
+		out, ok := byCause[in.ID]
+		if !ok {
+			t.Fatalf("no output caused by %s", in.ID)
+		}
+		if out.ID != schemas.ChildID(in.ID, "test.copied.v1", 0) || out.Workspace != in.Workspace {
+			t.Fatalf("output %+v of %s: id or workspace not derived from the input", out, in.ID)
+		}
+	}
+	waitFor(t, "commits", 10*time.Second, func() bool { return totalCommitted(t, brokers, "copy") == 302 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st.closed.Load() != 1 {
+		t.Fatalf("Close called %d times", st.closed.Load())
+	}
+	text := metricsText(t, cfg.Metrics)
+	if !strings.Contains(text, `sendstream_stage_processed_total{stage="copy"} 302`) {
+		t.Fatalf("processed metric:\n%s", text)
+	}
+}
+
+func TestRunRetriesThenDeadLetters(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	st := newRecorder()
+	st.fail = func(env schemas.Envelope, n int) error {
+		switch {
+		case strings.HasPrefix(env.ID, "perm"):
+			return Permanent(errors.New("bad recipient"))
+		case strings.HasPrefix(env.ID, "flaky") && n < 2:
+			return errors.New("timeout")
+		case strings.HasPrefix(env.ID, "broken"):
+			return errors.New("still timing out")
+		case strings.HasPrefix(env.ID, "panic"):
+			panic("nil map")
+		}
+		return nil
+	}
+	cfg := testRunConfig(brokers, p, registered("dlq", st))
+	startRun(t, cfg)
+
+	ctx := context.Background()
+	envs := []schemas.Envelope{testEnv("perm", 1), testEnv("flaky", 1), testEnv("broken", 1), testEnv("panic", 1), testEnv("fine", 1)}
+	for i := range envs {
+		envs[i].ID = envs[i].Key
+		envs[i].Key = "same-key" // one partition, in order
+	}
+	if err := p.Publish(ctx, tIn, envs[:2]...); err != nil {
+		t.Fatal(err)
+	}
+	// A record that is not an envelope.
+	w := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	if _, err := w.Produce(ctx, &kafka.ProduceRequest{
+		Topic: tPrefix + tIn, Partition: 0, RequiredAcks: kafka.RequireAll,
+		Records: kafka.NewRecordReader(kafka.Record{Key: kafka.NewBytes([]byte("junk")), Value: kafka.NewBytes([]byte("{not json"))}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, tIn, envs[2:]...); err != nil {
+		t.Fatal(err)
+	}
+
+	dls := consume(t, brokers, tPrefix+schemas.TopicDeadLetter, 4, 20*time.Second)
+	got := map[string]DeadLetter{}
+	for _, m := range dls {
+		env := decode(t, m)
+		if env.Type != TypeDeadLettered {
+			t.Fatalf("dead-letter type %q", env.Type)
+		}
+		var dl DeadLetter
+		if err := json.Unmarshal(env.Payload, &dl); err != nil {
+			t.Fatal(err)
+		}
+		if dl.Stage != "dlq" || dl.Topic != tPrefix+tIn {
+			t.Fatalf("dead letter %+v", dl)
+		}
+		id := "raw"
+		if dl.Envelope != nil {
+			id = dl.Envelope.ID
+			if env.ID != schemas.ChildID(id, "deadletter.dlq", 0) || env.CausationID != id {
+				t.Fatalf("dead-letter envelope ids: %+v", env)
+			}
+		}
+		got[id] = dl
+	}
+	if dl := got["perm"]; !dl.Permanent || dl.Attempts != 1 || !strings.Contains(dl.Error, "bad recipient") {
+		t.Fatalf("permanent: %+v", dl)
+	}
+	if dl := got["broken"]; dl.Permanent || dl.Attempts != 3 || dl.Envelope.Attempt != 2 {
+		t.Fatalf("exhausted (MaxRetries 2): %+v", dl)
+	}
+	if dl := got["panic"]; !dl.Permanent || !strings.Contains(dl.Error, "panicked") {
+		t.Fatalf("panic: %+v", dl)
+	}
+	if dl := got["raw"]; !dl.Permanent || string(dl.Raw) != "{not json" {
+		t.Fatalf("undecodable: %+v", dl)
+	}
+	if _, ok := got["flaky"]; ok {
+		t.Fatal("flaky envelope dead-lettered although its third attempt succeeds")
+	}
+	st.mu.Lock()
+	flaky := fmt.Sprint(st.attempts["flaky"])
+	st.mu.Unlock()
+	if flaky != "[0 1 2]" {
+		t.Fatalf("flaky attempts seen by Handle = %s, want [0 1 2]", flaky)
+	}
+	// All six records are finished, so all are committed.
+	waitFor(t, "commits", 10*time.Second, func() bool { return totalCommitted(t, brokers, "dlq") == 6 })
+	if st.times("fine") != 1 {
+		t.Fatalf("fine handled %d times", st.times("fine"))
+	}
+}
+
+// sinkStage buffers in Handle and "writes" to a shared sink in Flush, like a
+// ClickHouse batch stage. It dedups its buffer by id.
+type sinkStage struct {
+	mu        sync.Mutex
+	buf       map[string]bool
+	sink      *sync.Map
+	failing   atomic.Bool
+	flushes   atomic.Int32
+	failures  atomic.Int32
+	slow      time.Duration
+	handles   atomic.Int32
+	closedAt  atomic.Int64
+	lastFlush atomic.Int64
+}
+
+func (s *sinkStage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	s.handles.Add(1)
+	if s.slow > 0 {
+		time.Sleep(s.slow)
+	}
+	s.mu.Lock()
+	if s.buf == nil {
+		s.buf = map[string]bool{}
+	}
+	s.buf[env.ID] = true
+	s.mu.Unlock()
+	return nil, nil
+}
+
+func (s *sinkStage) Flush(context.Context) error {
+	s.flushes.Add(1)
+	s.lastFlush.Store(time.Now().UnixNano())
+	if s.failing.Load() {
+		s.failures.Add(1)
+		return errors.New("clickhouse: connection refused")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.buf {
+		s.sink.Store(id, true)
+	}
+	clear(s.buf)
+	return nil
+}
+
+func (s *sinkStage) Close() error { s.closedAt.Store(time.Now().UnixNano()); return nil }
+
+func syncLen(m *sync.Map) int {
+	n := 0
+	m.Range(func(_, _ any) bool { n++; return true })
+	return n
+}
+
+func TestRunFlushFailureCommitsNothingAndRedelivers(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	st := &sinkStage{sink: &sync.Map{}}
+	st.failing.Store(true)
+	cfg := testRunConfig(brokers, p, registered("sink", st))
+	cfg.MaxRetries = 1
+	startRun(t, cfg)
+
+	envs := publishN(t, p, tIn, 50)
+	// Two failed flushes (first try + one retry) make the runner give up on
+	// the batch and reopen the reader; wait for a second round.
+	waitFor(t, "flush failures", 15*time.Second, func() bool { return st.failures.Load() >= 4 })
+	if n := totalCommitted(t, brokers, "sink"); n != 0 {
+		t.Fatalf("committed %d offsets although Flush never succeeded", n)
+	}
+	if syncLen(st.sink) != 0 {
+		t.Fatal("sink written although Flush failed")
+	}
+	if h := st.handles.Load(); h < 2*int32(len(envs)) {
+		t.Fatalf("Handle called %d times for %d envelopes: the batch was not read again", h, len(envs))
+	}
+	st.failing.Store(false)
+	waitFor(t, "all in sink", 15*time.Second, func() bool { return syncLen(st.sink) == len(envs) })
+	waitFor(t, "commits", 10*time.Second, func() bool { return totalCommitted(t, brokers, "sink") == int64(len(envs)) })
+	text := metricsText(t, cfg.Metrics)
+	if !strings.Contains(text, `sendstream_stage_reopens_total{stage="sink"}`) || strings.Contains(text, `sendstream_stage_reopens_total{stage="sink"} 0`) {
+		t.Fatalf("no reopen counted:\n%s", text)
+	}
+}
+
+func TestRunAtLeastOnceAcrossRestartAndDrain(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	sink := &sync.Map{}
+	const n = 3000
+	envs := publishN(t, p, tIn, n)
+
+	// First run: stopped mid-stream.
+	st1 := &sinkStage{sink: sink, slow: 200 * time.Microsecond}
+	cfg := testRunConfig(brokers, p, registered("alo", st1))
+	cfg.FlushInterval = time.Hour // only BatchSize and the drain flush
+	stop := startRun(t, cfg)
+	waitFor(t, "some progress", 20*time.Second, func() bool { return syncLen(sink) >= 500 })
+	if err := stop(); err != nil {
+		t.Fatalf("first Run: %v", err)
+	}
+	if st1.closedAt.Load() == 0 || st1.closedAt.Load() < st1.lastFlush.Load() {
+		t.Fatal("stage not closed after its last Flush")
+	}
+	done := syncLen(sink)
+	if done >= n {
+		t.Fatalf("first run finished everything (%d); the test needs a slower stage", done)
+	}
+	// Commit after success: everything below each committed offset is in
+	// the sink (the drain flushed the partial batch and committed it).
+	offsets := committed(t, brokers, "alo", tPrefix+tIn)
+	all := consume(t, brokers, tPrefix+tIn, n, 20*time.Second)
+	var below int
+	for _, m := range all {
+		if m.Offset < offsets[m.Partition] {
+			below++
+			if _, ok := sink.Load(decode(t, m).ID); !ok {
+				t.Fatalf("offset %d of partition %d committed but %s not in sink", m.Offset, m.Partition, decode(t, m).ID)
+			}
+		}
+	}
+	if below != done {
+		t.Fatalf("drain: %d envelopes in the sink but %d committed", done, below)
+	}
+	t.Logf("first run: %d of %d done and committed at cancel", done, n)
+
+	// Second run picks up from the commits: nothing lost.
+	st2 := &sinkStage{sink: sink}
+	startRun(t, testRunConfig(brokers, p, registered("alo", st2)))
+	waitFor(t, "everything in sink", 20*time.Second, func() bool { return syncLen(sink) == n })
+	for _, e := range envs {
+		if _, ok := sink.Load(e.ID); !ok {
+			t.Fatalf("%s lost", e.ID)
+		}
+	}
+}
+
+func TestRunBreakerOpenWaitsWithoutDeadLettering(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	st := newRecorder()
+	st.fail = func(env schemas.Envelope, n int) error {
+		if n < 5 { // more than MaxRetries (2)
+			return fmt.Errorf("smtp: %w", ErrBreakerOpen)
+		}
+		return nil
+	}
+	cfg := testRunConfig(brokers, p, registered("brk", st))
+	startRun(t, cfg)
+	env := publishN(t, p, tIn, 1)[0]
+	waitFor(t, "success after the breaker closes", 15*time.Second, func() bool { return st.times(env.ID) == 6 })
+	waitFor(t, "commit", 10*time.Second, func() bool { return totalCommitted(t, brokers, "brk") == 1 })
+	if got := consumeFor(t, brokers, tPrefix+schemas.TopicDeadLetter, time.Second); len(got) != 0 {
+		t.Fatalf("%d dead letters while the breaker was open", len(got))
+	}
+}
+
+func TestRunMisroutedOutputIsDeadLettered(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	st := newRecorder()
+	st.output = true
+	reg := registered("route", st, tOut, "other")
+	reg.Route = func(schemas.Envelope) string { return "elsewhere" }
+	startRun(t, testRunConfig(brokers, p, reg))
+	publishN(t, p, tIn, 1)
+	dls := consume(t, brokers, tPrefix+schemas.TopicDeadLetter, 1, 15*time.Second)
+	var dl DeadLetter
+	if err := json.Unmarshal(decode(t, dls[0]).Payload, &dl); err != nil {
+		t.Fatal(err)
+	}
+	if !dl.Permanent || !strings.Contains(dl.Error, "elsewhere") {
+		t.Fatalf("misrouted output: %+v", dl)
+	}
+}
+
+func TestRunBuildFailureClosesBuiltStages(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	ok := newRecorder()
+	bad := Registered{Name: "bad", Consumes: tIn, Build: func(context.Context, Resources) (Stage, error) {
+		return nil, errors.New("no ClickHouse")
+	}}
+	err := Run(context.Background(), testRunConfig(brokers, p, registered("ok", ok), bad))
+	if err == nil || !strings.Contains(err.Error(), "build stage bad: no ClickHouse") {
+		t.Fatalf("Run = %v", err)
+	}
+	if ok.closed.Load() != 1 {
+		t.Fatal("built stage not closed")
+	}
+}
+
+func TestRunConfigValidate(t *testing.T) {
+	st := registered("x", newRecorder())
+	for name, cfg := range map[string]RunConfig{
+		"no brokers":   {Stages: []Registered{st}, Resources: Resources{Publisher: nopPublisher{}}},
+		"no stages":    {Brokers: []string{"b"}, Resources: Resources{Publisher: nopPublisher{}}},
+		"no publisher": {Brokers: []string{"b"}, Stages: []Registered{st}},
+		"twice":        {Brokers: []string{"b"}, Stages: []Registered{st, st}, Resources: Resources{Publisher: nopPublisher{}}},
+	} {
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("%s: Validate accepted it", name)
+		}
+	}
+}
+
+type nopPublisher struct{}
+
+func (nopPublisher) Publish(context.Context, string, ...schemas.Envelope) error { return nil }
+
+func TestSelectStages(t *testing.T) {
+	for _, n := range []string{"zz-sel-a", "zz-sel-b"} {
+		Register(Spec[struct{}]{Name: n, Consumes: tIn, New: func(context.Context, Resources, struct{}) (Stage, error) {
+			return newRecorder(), nil
+		}})
+	}
+	got, err := SelectStages("zz-sel-b,zz-sel-a", "zz-sel-b")
+	if err != nil || len(got) != 2 || got[0].Name != "zz-sel-b" || got[1].Name != "zz-sel-a" {
+		t.Fatalf("SelectStages = %v, %v", got, err)
+	}
+	if _, err := SelectStages("zz-sel-a,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("unknown stage: %v", err)
+	}
+	all, _ := SelectStages()
+	if len(all) != len(Stages()) {
+		t.Fatal("no names must select every stage")
+	}
+}
