@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Files a broker keeps in its data directory.
+const (
+	brokerAddrFile   = "broker.addr"    // host:port it listens on, written once it listens
+	brokerPIDFile    = "broker.pid"     // its process id
+	brokerRunLock    = "broker.lock"    // held (flock) for the broker's whole life
+	brokerEnsureLock = "ensure.lock"    // serialises ensureBroker callers
+	brokerLogFile    = "broker.log"     // stdout/stderr of a broker started by ensureBroker
+	brokerPortsFile  = "../ports/kafka" // port remembered by deploy/stack.sh, reused when free
+)
+
+// runBroker runs the local Kafka-protocol broker (kfake) until SIGINT or
+// SIGTERM: `sendstream broker --data-dir DIR --listen HOST:PORT --partitions N`.
+// Every produced batch is fsynced before it is acknowledged, topics are
+// created on first use with N partitions, and all state (records, topics,
+// committed group offsets) is reloaded from DIR on the next start.
+func runBroker(args []string) error {
+	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", ".run/kafka", "directory holding the broker's persistent state")
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
+	partitions := fs.Int("partitions", 4, "partitions of auto-created topics")
+	logLevel := fs.String("log-level", "warn", "kfake log level: none, error, warn, info, debug")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *partitions < 1 {
+		return fmt.Errorf("broker: --partitions must be at least 1, got %d", *partitions)
+	}
+	host, portStr, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return fmt.Errorf("broker: bad --listen %q: %w", *listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("broker: bad --listen port %q: %w", portStr, err)
+	}
+	level, err := parseKfakeLevel(*logLevel)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(*dataDir)
+	if err != nil {
+		return fmt.Errorf("broker: data dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("broker: create data dir: %w", err)
+	}
+
+	// One broker per data directory: a second one would corrupt the log.
+	lock, err := os.OpenFile(filepath.Join(dir, brokerRunLock), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("broker: open lock: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("broker: another broker is running on %s: %w", dir, err)
+	}
+
+	_ = os.Remove(filepath.Join(dir, brokerAddrFile))
+	if err := writeFileAtomic(filepath.Join(dir, brokerPIDFile), strconv.Itoa(os.Getpid())+"\n"); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	cluster, err := kfake.NewCluster(
+		kfake.DataDir(filepath.Join(dir, "data")),
+		kfake.SyncWrites(),
+		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(*partitions),
+		kfake.Ports(port), // exactly one broker
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			return net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
+		}),
+		kfake.ClusterID("sendstream-local"),
+		kfake.WithLogger(kfake.BasicLogger(os.Stderr, level)),
+	)
+	if err != nil {
+		return fmt.Errorf("broker: start kfake: %w", err)
+	}
+	addrs := cluster.ListenAddrs()
+	if len(addrs) != 1 {
+		cluster.Close()
+		return fmt.Errorf("broker: expected one listener, got %v", addrs)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, brokerAddrFile), addrs[0]+"\n"); err != nil {
+		cluster.Close()
+		return fmt.Errorf("broker: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "broker: listening on %s, data in %s\n", addrs[0], dir)
+
+	<-sigs
+	// Close persists group and producer state and closes the segment files.
+	_ = os.Remove(filepath.Join(dir, brokerAddrFile))
+	cluster.Close()
+	_ = os.Remove(filepath.Join(dir, brokerPIDFile))
+	return nil
+}
+
+func parseKfakeLevel(s string) (kfake.LogLevel, error) {
+	switch strings.ToLower(s) {
+	case "none":
+		return kfake.LogLevelNone, nil
+	case "error":
+		return kfake.LogLevelError, nil
+	case "warn":
+		return kfake.LogLevelWarn, nil
+	case "info":
+		return kfake.LogLevelInfo, nil
+	case "debug":
+		return kfake.LogLevelDebug, nil
+	}
+	return 0, fmt.Errorf("broker: unknown --log-level %q", s)
+}
+
+// ensureBroker returns the address of the local broker whose state lives in
+// <dataDir>/kafka. A broker already running there is reused and stop does
+// nothing. Otherwise this binary is started as `broker` in its own process
+// group, so that the death of the caller (even by SIGKILL) does not take it
+// down; stop terminates it and waits for it to persist its state.
+func ensureBroker(ctx context.Context, dataDir string) (addr string, stop func(), err error) {
+	noop := func() {}
+	dir, err := filepath.Abs(filepath.Join(dataDir, "kafka"))
+	if err != nil {
+		return "", noop, fmt.Errorf("ensure broker: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", noop, fmt.Errorf("ensure broker: create %s: %w", dir, err)
+	}
+
+	lock, err := os.OpenFile(filepath.Join(dir, brokerEnsureLock), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", noop, fmt.Errorf("ensure broker: open lock: %w", err)
+	}
+	defer lock.Close()
+	if err := flockCtx(ctx, lock); err != nil {
+		return "", noop, fmt.Errorf("ensure broker: lock: %w", err)
+	}
+
+	if a, ok := runningBroker(ctx, dir); ok {
+		return a, noop, nil
+	}
+
+	exe, err := os.Executable()
+	if err != nil {
+		return "", noop, fmt.Errorf("ensure broker: find own binary: %w", err)
+	}
+	listen := "127.0.0.1:0"
+	if b, err := os.ReadFile(filepath.Join(dir, brokerPortsFile)); err == nil {
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && portFree(p) {
+			listen = "127.0.0.1:" + strconv.Itoa(p)
+		}
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, brokerLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return "", noop, fmt.Errorf("ensure broker: open log: %w", err)
+	}
+	defer logf.Close()
+	_ = os.Remove(filepath.Join(dir, brokerAddrFile))
+
+	cmd := exec.Command(exe, "broker", "--data-dir", dir, "--listen", listen)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return "", noop, fmt.Errorf("ensure broker: start %s broker: %w", exe, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if a, ok := readBrokerAddr(dir); ok && dialOK(ctx, a) {
+			return a, stop, nil
+		}
+		select {
+		case err := <-exited:
+			return "", noop, fmt.Errorf("ensure broker: broker exited early (%v): see %s",
+				err, filepath.Join(dir, brokerLogFile))
+		case <-ctx.Done():
+			stop()
+			return "", noop, fmt.Errorf("ensure broker: %w", ctx.Err())
+		case <-deadline.C:
+			stop()
+			return "", noop, fmt.Errorf("ensure broker: broker did not listen within 60s: see %s",
+				filepath.Join(dir, brokerLogFile))
+		case <-tick.C:
+		}
+	}
+}
+
+// runningBroker reports the address of a live broker in dir, if any.
+func runningBroker(ctx context.Context, dir string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, brokerPIDFile))
+	if err != nil {
+		return "", false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return "", false
+	}
+	// The process lives; give a starting broker (replaying its log) time to listen.
+	for i := 0; i < 300; i++ {
+		if a, ok := readBrokerAddr(dir); ok && dialOK(ctx, a) {
+			return a, true
+		}
+		if syscall.Kill(pid, 0) != nil || ctx.Err() != nil {
+			return "", false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return "", false
+}
+
+func readBrokerAddr(dir string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, brokerAddrFile))
+	if err != nil {
+		return "", false
+	}
+	a := strings.TrimSpace(string(b))
+	return a, a != ""
+}
+
+func dialOK(ctx context.Context, addr string) bool {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// flockCtx takes an exclusive flock on f, polling so that ctx can cancel.
+func flockCtx(ctx context.Context, f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func writeFileAtomic(path, content string) error {
+	tmp := fmt.Sprintf("%s.tmp.%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+// Package postgres opens the Postgres pool and applies the schema migrations
+// of schemas/postgres.
+package postgres
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"sendstream/schemas"
+)
+
+var (
+	//go:embed sql/ledger_create.sql
+	sqlLedgerCreate string
+	//go:embed sql/ledger_applied.sql
+	sqlLedgerApplied string
+	//go:embed sql/ledger_record.sql
+	sqlLedgerRecord string
+	//go:embed sql/lock.sql
+	sqlLock string
+	//go:embed sql/unlock.sql
+	sqlUnlock string
+)
+
+// migrationLockKey is the pg_advisory_lock key every Migrate call takes, so
+// that concurrent processes (parallel test packages, several replicas
+// starting at once) apply each migration exactly once.
+const migrationLockKey int64 = 0x53656e6473747265 // "Sendstre"
+
+// Open connects a pool to url and pings it. Unless url sets pool_max_conns,
+// the pool holds up to max(16, 4*GOMAXPROCS) connections; the local stack's
+// server allows 200, so several processes fit. Callers Close the pool.
+func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = int32(max(16, 4*runtime.GOMAXPROCS(0)))
+	}
+	if !strings.Contains(url, "pool_max_conn_idle_time") {
+		cfg.MaxConnIdleTime = 5 * time.Minute
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: ping %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	return pool, nil
+}
+
+// Migrate applies the migrations of schemas/postgres that are not yet
+// recorded in schema_migrations, in file-name order, each in its own
+// transaction together with its ledger row. It holds a session advisory lock
+// for the whole run, so concurrent callers wait and then find nothing to do.
+// It is idempotent; an error names the migration that failed, and the
+// migrations before it stay applied.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	names, err := migrationNames()
+	if err != nil {
+		return err
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres migrate: acquire: %w", err)
+	}
+	defer conn.Release()
+
+	if _, err := conn.Exec(ctx, sqlLock, migrationLockKey); err != nil {
+		return fmt.Errorf("postgres migrate: lock: %w", err)
+	}
+	defer func() {
+		// Unlock even when ctx is done; a dead connection drops the lock anyway.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, sqlUnlock, migrationLockKey); err != nil {
+			conn.Conn().Close(uctx) // never hand a locked session back to the pool
+		}
+	}()
+
+	if _, err := conn.Exec(ctx, sqlLedgerCreate); err != nil {
+		return fmt.Errorf("postgres migrate: create ledger: %w", err)
+	}
+	rows, err := conn.Query(ctx, sqlLedgerApplied)
+	if err != nil {
+		return fmt.Errorf("postgres migrate: read ledger: %w", err)
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("postgres migrate: read ledger: %w", err)
+	}
+	done := make(map[string]bool, len(applied))
+	for _, n := range applied {
+		done[n] = true
+	}
+
+	for _, name := range names {
+		if done[name] {
+			continue
+		}
+		body, err := fs.ReadFile(schemas.Migrations, "postgres/"+name)
+		if err != nil {
+			return fmt.Errorf("postgres migrate: read %s: %w", name, err)
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			// Simple protocol: a file may hold several statements.
+			if _, err := tx.Exec(ctx, string(body), pgx.QueryExecModeSimpleProtocol); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, sqlLedgerRecord, name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("postgres migrate: apply %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// migrationNames lists schemas/postgres/*.sql in file-name order.
+func migrationNames() ([]string, error) {
+	entries, err := fs.ReadDir(schemas.Migrations, "postgres")
+	if err != nil {
+		return nil, fmt.Errorf("postgres migrate: list migrations: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".sql") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
