@@ -82,7 +82,7 @@ func TestMessageIs4K(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	for _, name := range []string{"http-hello", "http-json", "http-import", "pg-upsert-row", "pg-upsert-unnest", "pg-copy",
-		"ch-insert-10k", "liquid-render", "smtp-sink", "dkim-sign"} {
+		"ch-insert-10k", "liquid-render", "smtp-sink", "dkim-sign", "kafka-produce"} {
 		b, err := Get(name)
 		if err != nil {
 			t.Fatal(err)
