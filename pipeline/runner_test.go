@@ -529,12 +529,16 @@ type nopPublisher struct{}
 
 func (nopPublisher) Publish(context.Context, string, ...schemas.Envelope) error { return nil }
 
+var registerSel sync.Once
+
 func TestSelectStages(t *testing.T) {
-	for _, n := range []string{"zz-sel-a", "zz-sel-b"} {
-		Register(Spec[struct{}]{Name: n, Consumes: tIn, New: func(context.Context, Resources, struct{}) (Stage, error) {
-			return newRecorder(), nil
-		}})
-	}
+	registerSel.Do(func() {
+		for _, n := range []string{"zz-sel-a", "zz-sel-b"} {
+			Register(Spec[struct{}]{Name: n, Consumes: tIn, New: func(context.Context, Resources, struct{}) (Stage, error) {
+				return newRecorder(), nil
+			}})
+		}
+	})
 	got, err := SelectStages("zz-sel-b,zz-sel-a", "zz-sel-b")
 	if err != nil || len(got) != 2 || got[0].Name != "zz-sel-b" || got[1].Name != "zz-sel-a" {
 		t.Fatalf("SelectStages = %v, %v", got, err)

@@ -2,6 +2,8 @@ package pipelinetest
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,18 +19,25 @@ func (s *okStage) Handle(context.Context, schemas.Envelope) ([]schemas.Envelope,
 func (s *okStage) Flush(context.Context) error { s.flushed = true; return nil }
 func (s *okStage) Close() error                { s.closed = true; return nil }
 
+var (
+	built    []*okStage
+	register sync.Once
+)
+
 func TestCheckStagesBuildsFlushesCloses(t *testing.T) {
-	var built []*okStage
-	pipeline.Register(pipeline.Spec[int]{
-		Name: "pt-ok", Consumes: schemas.TopicEvents, Produces: []string{schemas.TopicWebhooks}, Defaults: 3,
-		New: func(_ context.Context, r pipeline.Resources, cfg int) (pipeline.Stage, error) {
-			if cfg != 3 || r.Publisher == nil {
-				t.Errorf("New got cfg %d, publisher %v", cfg, r.Publisher)
-			}
-			s := &okStage{}
-			built = append(built, s)
-			return s, nil
-		},
+	built = nil
+	register.Do(func() {
+		pipeline.Register(pipeline.Spec[int]{
+			Name: "pt-ok", Consumes: schemas.TopicEvents, Produces: []string{schemas.TopicWebhooks}, Defaults: 3,
+			New: func(_ context.Context, r pipeline.Resources, cfg int) (pipeline.Stage, error) {
+				if cfg != 3 || r.Publisher == nil {
+					return nil, fmt.Errorf("New got cfg %d, publisher %v", cfg, r.Publisher)
+				}
+				s := &okStage{}
+				built = append(built, s)
+				return s, nil
+			},
+		})
 	})
 	CheckStages(t, pipeline.Resources{Publisher: &Publisher{}})
 	if len(built) != 1 || !built[0].flushed || !built[0].closed {
