@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sendstream/deploy/stack"
+)
+
+// Config is every setting of the binary, read from the environment in this
+// one place. Defaults suit the local stack that `make run` starts.
+type Config struct {
+	Listen         string        // SENDSTREAM_LISTEN
+	SiteURL        string        // SENDSTREAM_SITE_URL
+	PostgresURL    string        // SENDSTREAM_POSTGRES_URL
+	ClickHouseAddr string        // SENDSTREAM_CLICKHOUSE_ADDR (native protocol)
+	ClickHouseDB   string        // SENDSTREAM_CLICKHOUSE_DB
+	KafkaBrokers   []string      // SENDSTREAM_KAFKA_BROKERS; empty starts a local broker process
+	TopicPrefix    string        // SENDSTREAM_TOPIC_PREFIX
+	SMTPURL        string        // SENDSTREAM_SMTP_URL
+	Secret         string        // SENDSTREAM_SECRET: signs confirmation and unsubscribe links
+	LogLevel       slog.Level    // SENDSTREAM_LOG_LEVEL
+	KeyCacheTTL    time.Duration // SENDSTREAM_KEY_CACHE_TTL
+	DataDir        string        // SENDSTREAM_DATA_DIR
+	Stages         []string      // SENDSTREAM_STAGES; empty means every registered stage
+}
+
+// loadConfig reads the environment, filling connection settings the
+// environment leaves empty from the local stack's .run/stack.env.
+func loadConfig() (Config, error) {
+	c := Config{
+		Listen:         env("SENDSTREAM_LISTEN", "127.0.0.1:8080"),
+		PostgresURL:    os.Getenv("SENDSTREAM_POSTGRES_URL"),
+		ClickHouseAddr: os.Getenv("SENDSTREAM_CLICKHOUSE_ADDR"),
+		ClickHouseDB:   env("SENDSTREAM_CLICKHOUSE_DB", "sendstream"),
+		KafkaBrokers:   split(os.Getenv("SENDSTREAM_KAFKA_BROKERS")),
+		TopicPrefix:    os.Getenv("SENDSTREAM_TOPIC_PREFIX"),
+		SMTPURL:        env("SENDSTREAM_SMTP_URL", "smtp://127.0.0.1:1025"),
+		Secret:         os.Getenv("SENDSTREAM_SECRET"),
+		DataDir:        env("SENDSTREAM_DATA_DIR", ".run"),
+		Stages:         split(os.Getenv("SENDSTREAM_STAGES")),
+	}
+	c.SiteURL = strings.TrimRight(env("SENDSTREAM_SITE_URL", "http://"+c.Listen), "/")
+	if _, err := url.Parse(c.SiteURL); err != nil {
+		return c, fmt.Errorf("SENDSTREAM_SITE_URL: %w", err)
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(env("SENDSTREAM_LOG_LEVEL", "info"))); err != nil {
+		return c, fmt.Errorf("SENDSTREAM_LOG_LEVEL: %w", err)
+	}
+	ttl, err := time.ParseDuration(env("SENDSTREAM_KEY_CACHE_TTL", "5s"))
+	if err != nil || ttl < 0 || ttl > time.Minute {
+		return c, fmt.Errorf("SENDSTREAM_KEY_CACHE_TTL %q: want a duration from 0 to 1m", os.Getenv("SENDSTREAM_KEY_CACHE_TTL"))
+	}
+	c.KeyCacheTTL = ttl
+	if c.PostgresURL == "" || c.ClickHouseAddr == "" {
+		if st, err := stack.Load(); err == nil {
+			c.PostgresURL = or(c.PostgresURL, st.PostgresURL)
+			c.ClickHouseAddr = or(c.ClickHouseAddr, st.ClickHouseAddr)
+			if os.Getenv("SENDSTREAM_DATA_DIR") == "" && st.DataDir != "" {
+				c.DataDir = st.DataDir
+			}
+		}
+	}
+	if c.PostgresURL == "" {
+		return c, fmt.Errorf("SENDSTREAM_POSTGRES_URL is not set and no local stack was found (run `make run`)")
+	}
+	if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
+	return c, nil
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"sendstream/ingest"
+	"sendstream/ingest/auth"
+	"sendstream/pipeline"
+	"sendstream/schemas"
+	"sendstream/sinks/clickhouse"
+	"sendstream/sinks/postgres"
+	_ "sendstream/stages/all" // every stage registers itself
+)
+
+// roles says what one process runs.
+type roles struct {
+	http   bool
+	stages []string // nil: none; empty non-nil: every registered stage
+	demo   bool     // create and print the demo workspace (serve on the local stack)
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if err := noFlags("serve", args); err != nil {
+		return err
+	}
+	return runRoles(ctx, roles{http: true, stages: []string{}, demo: true}, stdout)
+}
+
+func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if err := noFlags("ingest", args); err != nil {
+		return err
+	}
+	return runRoles(ctx, roles{http: true}, stdout)
+}
+
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	list := fs.String("stages", "", "comma-separated stage names (default: every registered stage)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return runRoles(ctx, roles{stages: append([]string{}, split(*list)...)}, stdout)
+}
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if err := noFlags("migrate", args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	pg, ch, err := openStores(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	pg.Close()
+	if ch != nil {
+		_ = ch.Close()
+	}
+	return json.NewEncoder(stdout).Encode(map[string]bool{"migrated": true})
+}
+
+func noFlags(name string, args []string) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	return fs.Parse(args)
+}
+
+// openStores opens Postgres and ClickHouse and applies their migrations.
+func openStores(ctx context.Context, cfg Config) (*pgxpool.Pool, driver.Conn, error) {
+	pg, err := postgres.Open(ctx, cfg.PostgresURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := postgres.Migrate(ctx, pg); err != nil {
+		pg.Close()
+		return nil, nil, err
+	}
+	if cfg.ClickHouseAddr == "" {
+		return pg, nil, nil
+	}
+	ch, err := clickhouse.Open(ctx, cfg.ClickHouseAddr, cfg.ClickHouseDB)
+	if err != nil {
+		pg.Close()
+		return nil, nil, err
+	}
+	if err := clickhouse.Migrate(ctx, ch, cfg.ClickHouseDB); err != nil {
+		pg.Close()
+		_ = ch.Close()
+		return nil, nil, err
+	}
+	return pg, ch, nil
+}
+
+// runRoles wires one process: stores, broker, producer, then the HTTP edge
+// and/or the stage runner, until ctx is cancelled; then it drains in order.
+func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	slog.SetDefault(log)
+	if cfg.Secret == "" {
+		if cfg.Secret, err = localSecret(cfg.DataDir); err != nil {
+			return err
+		}
+		log.Warn("SENDSTREAM_SECRET is not set; using a generated local secret", "file", filepath.Join(cfg.DataDir, "secret"))
+	}
+
+	if len(cfg.KafkaBrokers) == 0 {
+		addr, stop, err := ensureBroker(ctx, cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("start local broker: %w", err)
+		}
+		defer stop()
+		cfg.KafkaBrokers = []string{addr}
+	}
+	pg, ch, err := openStores(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pg.Close()
+	if ch != nil {
+		defer ch.Close()
+	}
+	if err := pipeline.EnsureTopics(ctx, cfg.KafkaBrokers, cfg.TopicPrefix, schemas.AllTopics, 4); err != nil {
+		return fmt.Errorf("create topics: %w", err)
+	}
+	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix})
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+
+	res := pipeline.Resources{Postgres: pg, ClickHouse: ch, Publisher: prod, Logger: log, Settings: stageSettings(cfg)}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var srv *ingest.Server
+	if r.http {
+		if srv, err = newHTTP(cfg, res, ch); err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil {
+				errs <- fmt.Errorf("http: %w", err)
+			}
+		}()
+		log.Info("serving", "listen", ln.Addr().String(), "site_url", cfg.SiteURL)
+	}
+	if r.stages != nil {
+		stages, err := pipeline.SelectStages(r.stages...)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := pipeline.Run(runCtx, pipeline.RunConfig{
+				Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix, Stages: stages, Resources: res,
+			})
+			if err != nil && !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("pipeline: %w", err)
+			}
+		}()
+	}
+	if r.demo {
+		if err := printDemo(ctx, cfg, pg, stdout); err != nil {
+			log.Warn("demo workspace", "err", err)
+		}
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+	}
+	log.Info("shutting down")
+	if srv != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("http shutdown", "err", err)
+		}
+		scancel()
+	}
+	cancel() // stages drain and commit what they finished
+	wg.Wait()
+	return runErr
+}
+
+// newHTTP builds the HTTP edge with every feature's routes.
+func newHTTP(cfg Config, res pipeline.Resources, ch driver.Conn) (*ingest.Server, error) {
+	srv, err := ingest.New(ingest.Config{SiteURL: cfg.SiteURL, KeyCacheTTL: cfg.KeyCacheTTL}, ingest.Deps{
+		PG: res.Postgres, Publisher: res.Publisher, Logger: res.Logger,
+		Ready: func(ctx context.Context) error { return ready(ctx, cfg, res.Postgres, ch) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	srv.Add(featureRoutes(cfg, res)...)
+	return srv, nil
+}
+
+// ready checks every store the process depends on, for /readyz.
+func ready(ctx context.Context, cfg Config, pg *pgxpool.Pool, ch driver.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := pg.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if ch != nil {
+		if err := ch.Ping(ctx); err != nil {
+			return fmt.Errorf("clickhouse: %w", err)
+		}
+	}
+	var d net.Dialer
+	for _, b := range cfg.KafkaBrokers {
+		c, err := d.DialContext(ctx, "tcp", b)
+		if err != nil {
+			return fmt.Errorf("kafka: %w", err)
+		}
+		_ = c.Close()
+	}
+	return nil
+}
+
+// stageSettings are the settings stages may read from Resources.Settings.
+func stageSettings(cfg Config) map[string]string {
+	return map[string]string{
+		"site_url": cfg.SiteURL,
+		"smtp_url": cfg.SMTPURL,
+		"secret":   cfg.Secret,
+	}
+}
+
+// localSecret returns the secret kept in the data dir, creating it once.
+func localSecret(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "secret")
+	if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
+		return string(b), nil
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("create data dir: %w", err)
+	}
+	s := schemas.NewID() + schemas.NewID()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		return "", fmt.Errorf("write local secret: %w", err)
+	}
+	return s, nil
+}
+
+// demo is the workspace `make run` creates on first start; its key is kept
+// in the data dir so later starts can print it again.
+type demo struct {
+	WorkspaceID string `json:"workspaceId"`
+	APIKey      string `json:"apiKey"`
+}
+
+func printDemo(ctx context.Context, cfg Config, pg *pgxpool.Pool, w io.Writer) error {
+	path := filepath.Join(cfg.DataDir, "demo.json")
+	store := auth.NewStore(pg)
+	var d demo
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &d) == nil {
+		if ok, err := store.WorkspaceExists(ctx, d.WorkspaceID); err != nil || !ok {
+			d = demo{}
+		}
+	}
+	if d.WorkspaceID == "" {
+		id, key, err := store.CreateWorkspace(ctx, auth.NewWorkspace{Name: "Demo", Plan: "pro"})
+		if err != nil {
+			return err
+		}
+		d = demo{WorkspaceID: id, APIKey: key}
+		b, _ := json.Marshal(d)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return fmt.Errorf("save demo key: %w", err)
+		}
+	}
+	fmt.Fprintf(w, "\nSendstream is up.\n  site:     %s\n  API:      %s/api/v1\n  OpenAPI:  %s/api/v1/openapi.json\n  metrics:  %s/metrics\n  demo workspace: %s\n  demo API key:   %s\n\nTry:\n  curl -s -H 'Authorization: Bearer %s' %s/api/v1/me\n\n",
+		cfg.SiteURL, cfg.SiteURL, cfg.SiteURL, cfg.SiteURL, d.WorkspaceID, d.APIKey, d.APIKey, cfg.SiteURL)
+	return nil
+}
