@@ -4,5 +4,6 @@
 package all
 
 import (
+	_ "sendstream/stages/optin"      // double opt-in confirmation emails
 	_ "sendstream/stages/requestlog" // request log to ClickHouse
 )

@@ -29,6 +29,10 @@ import (
 // Name is the stage's registered name (and so its consumer group's).
 const Name = "requestlog"
 
+// BreakerName names the circuit breaker around inserts into request_log (the
+// breaker label of the sendstream_breaker_* metrics).
+const BreakerName = "clickhouse.request_log"
+
 //go:embed insert.sql
 var insertSQL string
 
@@ -79,8 +83,9 @@ func (c Config) Validate() error {
 // with New; the runner calls Handle, Flush and Close from one goroutine at a
 // time (a mutex guards the buffer regardless).
 type Stage struct {
-	conn driver.Conn
-	log  *slog.Logger
+	conn    driver.Conn
+	log     *slog.Logger
+	breaker *pipeline.Breaker // around every insert into request_log
 
 	mu   sync.Mutex
 	rows []row
@@ -115,11 +120,12 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	s := &Stage{
-		conn: r.ClickHouse,
-		log:  log.With("stage", Name),
-		seen: map[string]int{},
-		stop: stop,
-		done: make(chan struct{}),
+		conn:    r.ClickHouse,
+		log:     log.With("stage", Name),
+		breaker: pipeline.NewBreaker(BreakerName),
+		seen:    map[string]int{},
+		stop:    stop,
+		done:    make(chan struct{}),
 	}
 	go s.retain(runCtx, cfg)
 	return s, nil
@@ -223,17 +229,19 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-// Flush inserts every buffered row in one batch insert and empties the buffer
-// only when the insert succeeded. On error the rows stay buffered (a later
-// Flush retries them, and redeliveries replace rather than duplicate them);
-// the runner then does not commit.
+// Flush inserts every buffered row in one batch insert, through the stage's
+// circuit breaker, and empties the buffer only when the insert succeeded. On
+// error (including pipeline.ErrBreakerOpen while ClickHouse keeps failing)
+// the rows stay buffered: a later Flush retries them, and redeliveries
+// replace rather than duplicate them; the runner does not commit.
 func (s *Stage) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.rows) == 0 {
 		return nil
 	}
-	if err := s.breaker(ctx, func() error { return insert(ctx, s.conn, s.rows) }); err != nil {
+	err := s.breaker.Do(ctx, func(ctx context.Context) error { return insert(ctx, s.conn, s.rows) })
+	if err != nil {
 		return fmt.Errorf("requestlog: insert %d rows: %w", len(s.rows), err)
 	}
 	clear(s.rows) // drop references to bodies before reusing the array
@@ -241,9 +249,6 @@ func (s *Stage) Flush(ctx context.Context) error {
 	clear(s.seen)
 	return nil
 }
-
-// breaker runs fn. It is the seam for the pipeline's circuit breaker.
-func (s *Stage) breaker(_ context.Context, fn func() error) error { return fn() }
 
 // insert writes rows in one native batch insert naming every column.
 func insert(ctx context.Context, conn driver.Conn, rows []row) error {
