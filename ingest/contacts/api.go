@@ -3,9 +3,9 @@ package contacts
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 
