@@ -1,0 +1,304 @@
+package email
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"mime"
+	"mime/quotedprintable"
+	"path"
+	"strings"
+	"time"
+)
+
+// Address is a mailbox with an optional display name.
+type Address struct {
+	Email string
+	Name  string
+}
+
+// Part is one attachment. ContentID set makes it an inline part of a
+// multipart/related body, referenced from the HTML as cid:<ContentID>.
+type Part struct {
+	Filename    string
+	ContentType string // "" guesses from the file name
+	ContentID   string
+	Content     []byte
+}
+
+// Content is what Build turns into a message.
+type Content struct {
+	MessageID string // Message-ID without angle brackets; required
+	Date      time.Time
+	From      Address
+	To        string
+	Cc        []string
+	ReplyTo   string
+	Subject   string
+	HTML      string // required
+	Text      string // required (the plain-text alternative)
+	Parts     []Part
+	// ListUnsubscribe is the https one-click unsubscribe URL; when set the
+	// message carries List-Unsubscribe and, per RFC 8058,
+	// List-Unsubscribe-Post: List-Unsubscribe=One-Click.
+	ListUnsubscribe string
+	// ListUnsubscribeMailto, when set, is added to List-Unsubscribe as a
+	// mailto: alternative.
+	ListUnsubscribeMailto string
+	// Headers are extra headers (e.g. X-Sendstream-Message-Id), written in
+	// the order given after the standard ones.
+	Headers [][2]string
+}
+
+// Build returns the RFC 5322 message with CRLF line endings:
+// multipart/alternative of text and HTML (quoted-printable, UTF-8), wrapped
+// in multipart/related when there are inline parts and in multipart/mixed
+// when there are attachments (base64). Boundaries derive from the message
+// id, so the same content builds the same bytes.
+func Build(c Content) ([]byte, error) {
+	if c.MessageID == "" || c.From.Email == "" || c.To == "" {
+		return nil, errors.New("build message: message id, from and to are required")
+	}
+	var b bytes.Buffer
+	b.Grow(len(c.HTML)*11/10 + len(c.Text)*11/10 + 2048)
+
+	writeHeader(&b, "From", formatAddress(c.From))
+	writeHeader(&b, "To", c.To)
+	if len(c.Cc) > 0 {
+		writeHeader(&b, "Cc", strings.Join(c.Cc, ", "))
+	}
+	if c.ReplyTo != "" {
+		writeHeader(&b, "Reply-To", c.ReplyTo)
+	}
+	writeHeader(&b, "Subject", encodeText(c.Subject))
+	date := c.Date
+	if date.IsZero() {
+		date = time.Now()
+	}
+	writeHeader(&b, "Date", date.Format(time.RFC1123Z))
+	writeHeader(&b, "Message-ID", "<"+c.MessageID+">")
+	writeHeader(&b, "MIME-Version", "1.0")
+	if c.ListUnsubscribe != "" {
+		v := "<" + c.ListUnsubscribe + ">"
+		if c.ListUnsubscribeMailto != "" {
+			v += ", <mailto:" + c.ListUnsubscribeMailto + ">"
+		}
+		writeHeader(&b, "List-Unsubscribe", v)
+		writeHeader(&b, "List-Unsubscribe-Post", "List-Unsubscribe=One-Click")
+	}
+	for _, h := range c.Headers {
+		writeHeader(&b, h[0], h[1])
+	}
+
+	var inline, attached []Part
+	for _, p := range c.Parts {
+		if p.ContentID != "" {
+			inline = append(inline, p)
+		} else {
+			attached = append(attached, p)
+		}
+	}
+	bnd := boundaries(c.MessageID)
+	alternative := func(w *bytes.Buffer) {
+		bd := bnd("alt")
+		writeHeader(w, "Content-Type", `multipart/alternative; boundary="`+bd+`"`)
+		w.WriteString("\r\n")
+		w.WriteString("--" + bd + "\r\n")
+		writeTextPart(w, "text/plain; charset=utf-8", c.Text)
+		w.WriteString("--" + bd + "\r\n")
+		writeTextPart(w, "text/html; charset=utf-8", c.HTML)
+		w.WriteString("--" + bd + "--\r\n")
+	}
+	related := func(w *bytes.Buffer) {
+		if len(inline) == 0 {
+			alternative(w)
+			return
+		}
+		bd := bnd("rel")
+		writeHeader(w, "Content-Type", `multipart/related; type="multipart/alternative"; boundary="`+bd+`"`)
+		w.WriteString("\r\n")
+		w.WriteString("--" + bd + "\r\n")
+		alternative(w)
+		for _, p := range inline {
+			w.WriteString("--" + bd + "\r\n")
+			writeBinaryPart(w, p, true)
+		}
+		w.WriteString("--" + bd + "--\r\n")
+	}
+	if len(attached) == 0 {
+		related(&b)
+		return b.Bytes(), nil
+	}
+	bd := bnd("mix")
+	writeHeader(&b, "Content-Type", `multipart/mixed; boundary="`+bd+`"`)
+	b.WriteString("\r\n")
+	b.WriteString("--" + bd + "\r\n")
+	related(&b)
+	for _, p := range attached {
+		b.WriteString("--" + bd + "\r\n")
+		writeBinaryPart(&b, p, false)
+	}
+	b.WriteString("--" + bd + "--\r\n")
+	return b.Bytes(), nil
+}
+
+// boundaries returns a function giving the boundary of one nesting level.
+// "=_" cannot occur in quoted-printable or base64 text, so the boundary
+// never collides with content.
+func boundaries(messageID string) func(level string) string {
+	return func(level string) string {
+		sum := sha256.Sum256([]byte(level + "\x00" + messageID))
+		return "=_ss_" + level + "_" + hex.EncodeToString(sum[:12])
+	}
+}
+
+func writeTextPart(w *bytes.Buffer, ctype, body string) {
+	writeHeader(w, "Content-Type", ctype)
+	writeHeader(w, "Content-Transfer-Encoding", "quoted-printable")
+	w.WriteString("\r\n")
+	qp := quotedprintable.NewWriter(w)
+	_, _ = qp.Write([]byte(body))
+	_ = qp.Close()
+	w.WriteString("\r\n")
+}
+
+func writeBinaryPart(w *bytes.Buffer, p Part, inline bool) {
+	ctype := p.ContentType
+	if ctype == "" {
+		ctype = mime.TypeByExtension(path.Ext(p.Filename))
+	}
+	if ctype == "" {
+		ctype = "application/octet-stream"
+	}
+	name := sanitizeHeader(p.Filename)
+	writeHeader(w, "Content-Type", mime.FormatMediaType(ctype, map[string]string{"name": name}))
+	writeHeader(w, "Content-Transfer-Encoding", "base64")
+	disp := "attachment"
+	if inline {
+		disp = "inline"
+		writeHeader(w, "Content-ID", "<"+sanitizeHeader(p.ContentID)+">")
+	}
+	writeHeader(w, "Content-Disposition", mime.FormatMediaType(disp, map[string]string{"filename": name}))
+	w.WriteString("\r\n")
+	enc := make([]byte, base64.StdEncoding.EncodedLen(len(p.Content)))
+	base64.StdEncoding.Encode(enc, p.Content)
+	for len(enc) > 76 {
+		w.Write(enc[:76])
+		w.WriteString("\r\n")
+		enc = enc[76:]
+	}
+	if len(enc) > 0 {
+		w.Write(enc)
+		w.WriteString("\r\n")
+	}
+}
+
+// writeHeader writes "Name: value" folded at spaces to lines of at most 78
+// characters where possible. CR and LF in the value are dropped (header
+// injection).
+func writeHeader(w *bytes.Buffer, name, value string) {
+	value = sanitizeHeader(value)
+	line := name + ": "
+	col := len(line)
+	w.WriteString(line)
+	first := true
+	for _, word := range strings.Split(value, " ") {
+		if !first {
+			if col+1+len(word) > 78 && col > len(name)+2 {
+				w.WriteString("\r\n ")
+				col = 1
+			} else {
+				w.WriteByte(' ')
+				col++
+			}
+		}
+		first = false
+		w.WriteString(word)
+		col += len(word)
+	}
+	w.WriteString("\r\n")
+}
+
+func sanitizeHeader(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r", "", "\n", " ").Replace(s)
+}
+
+// encodeText returns s as is when it is printable ASCII, else as RFC 2047
+// encoded words.
+func encodeText(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return mime.QEncoding.Encode("utf-8", s)
+		}
+	}
+	return s
+}
+
+// formatAddress writes a mailbox with its display name quoted or encoded.
+func formatAddress(a Address) string {
+	if a.Name == "" {
+		return a.Email
+	}
+	for i := 0; i < len(a.Name); i++ {
+		if a.Name[i] < 0x20 || a.Name[i] > 0x7e {
+			// B encoding: Q encoding leaves specials like " that a phrase
+			// cannot hold.
+			return mime.BEncoding.Encode("utf-8", sanitizeHeader(a.Name)) + " <" + a.Email + ">"
+		}
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(a.Name) + `" <` + a.Email + ">"
+}
+
+// InsertPreheader puts the preheader (the inbox preview line) as a hidden
+// block at the start of the HTML body. text is plain text; it is escaped.
+func InsertPreheader(html, text string) string {
+	if text == "" {
+		return html
+	}
+	block := `<div style="display:none;max-height:0;overflow:hidden;mso-hide:all" aria-hidden="true">` + escapeHTML(text) + `</div>`
+	if i := indexBodyOpen(html); i >= 0 {
+		return html[:i] + block + html[i:]
+	}
+	return block + html
+}
+
+// AppendFooter inserts footer HTML before </body>, or at the end.
+func AppendFooter(html, footer string) string {
+	if i := strings.LastIndex(strings.ToLower(html), "</body"); i >= 0 {
+		return html[:i] + footer + html[i:]
+	}
+	return html + footer
+}
+
+// indexBodyOpen returns the index just after the <body …> tag, or -1.
+func indexBodyOpen(html string) int {
+	lower := strings.ToLower(html)
+	i := strings.Index(lower, "<body")
+	if i < 0 {
+		return -1
+	}
+	j := strings.IndexByte(lower[i:], '>')
+	if j < 0 {
+		return -1
+	}
+	return i + j + 1
+}
+
+func escapeHTML(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
+}
+
+// FormatMessageID returns a Message-ID (without angle brackets) for a
+// service message id and the sender's domain.
+func FormatMessageID(id, domain string) string {
+	if domain == "" {
+		domain = "sendstream.local"
+	}
+	return fmt.Sprintf("%s@%s", id, domain)
+}

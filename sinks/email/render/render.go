@@ -1,0 +1,422 @@
+// Package render turns Liquid template sources into message text with
+// osteele/liquid: it parses each source once (a bounded cache keyed by the
+// source's hash, so a changed template is a new entry), HTML-escapes every
+// value written into HTML output, lists every variable path a template reads
+// by walking the parsed tree, and renders against Bindings built from the
+// send's data, the contact and its custom fields.
+//
+// Both the HTTP edge (validation, the variable check of a send) and the
+// delivery stage (the final render) use it, so a message renders the same in
+// both places. It knows nothing of HTTP or storage.
+package render
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"html"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/osteele/liquid"
+	"github.com/osteele/liquid/parser"
+	"github.com/osteele/liquid/render"
+)
+
+// Mode says how values are written into the output.
+type Mode uint8
+
+const (
+	// Text output (subject, preheader, plain-text body): values as they are.
+	Text Mode = iota
+	// HTML output: every value written by {{ … }} is HTML-escaped.
+	HTML
+)
+
+// escapeFilter is the filter appended to every {{ … }} of an HTML template.
+// The name cannot collide with a template's own filters (they cannot start
+// with an underscore pair in Liquid as authors write it).
+const escapeFilter = "__sendstream_html"
+
+// SyntaxError is a template that cannot be parsed (or uses a tag Sendstream
+// does not allow). Its message is meant for the API caller.
+type SyntaxError struct{ Msg string }
+
+func (e *SyntaxError) Error() string { return e.Msg }
+
+// RenderError is a template that parsed but failed while rendering (a
+// filter given a wrong argument, a loop over a non-list, …).
+type RenderError struct{ Msg string }
+
+func (e *RenderError) Error() string { return e.Msg }
+
+// Engine parses and caches templates. It is safe for concurrent use; create
+// one per process and share it.
+type Engine struct {
+	liq   *liquid.Engine
+	mu    sync.Mutex
+	cache map[cacheKey]*cacheEntry
+	max   int
+	tick  uint64
+}
+
+type cacheKey struct {
+	mode Mode
+	sum  [sha256.Size]byte
+}
+
+type cacheEntry struct {
+	t    *Template
+	err  error
+	used uint64
+}
+
+// NewEngine returns an Engine that keeps at most maxCached parsed templates
+// (default 4096 when maxCached ≤ 0); the least recently used go first.
+func NewEngine(maxCached int) *Engine {
+	if maxCached <= 0 {
+		maxCached = 4096
+	}
+	liq := liquid.NewEngine()
+	liq.RegisterFilter(escapeFilter, escapeValue)
+	return &Engine{liq: liq, cache: map[cacheKey]*cacheEntry{}, max: maxCached}
+}
+
+// Template is one parsed source. Render may be called concurrently.
+type Template struct {
+	mode Mode
+	tpl  *liquid.Template
+	vars []string // every variable path read, sorted, without duplicates
+}
+
+// Variables returns every variable path the template reads (e.g.
+// "data.order.id", "name", "contact.first_name", "customField.plan"),
+// sorted. Names bound inside the template (loop variables, assign, capture)
+// are not listed; their sources are.
+func (t *Template) Variables() []string { return t.vars }
+
+// Parse returns the parsed template of src in mode, from the cache when the
+// same source was parsed before. A *SyntaxError reports a broken template.
+func (e *Engine) Parse(src string, mode Mode) (*Template, error) {
+	key := cacheKey{mode: mode, sum: sha256.Sum256([]byte(src))}
+	e.mu.Lock()
+	e.tick++
+	if ent, ok := e.cache[key]; ok {
+		ent.used = e.tick
+		e.mu.Unlock()
+		return ent.t, ent.err
+	}
+	e.mu.Unlock()
+
+	t, err := e.parse(src, mode)
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.cache) >= e.max {
+		e.evictLocked()
+	}
+	e.tick++
+	e.cache[key] = &cacheEntry{t: t, err: err, used: e.tick}
+	return t, err
+}
+
+// evictLocked drops the least recently used quarter of the cache.
+func (e *Engine) evictLocked() {
+	n := len(e.cache) / 4
+	if n == 0 {
+		n = 1
+	}
+	for ; n > 0; n-- {
+		var oldest cacheKey
+		var min uint64 = ^uint64(0)
+		for k, v := range e.cache {
+			if v.used < min {
+				min, oldest = v.used, k
+			}
+		}
+		delete(e.cache, oldest)
+	}
+}
+
+// Cached reports how many parsed templates the cache holds (for tests and
+// metrics).
+func (e *Engine) Cached() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.cache)
+}
+
+func (e *Engine) parse(src string, mode Mode) (*Template, error) {
+	source := src
+	if mode == HTML {
+		source = escapeObjects(src)
+	}
+	tpl, serr := e.liq.ParseString(source)
+	if serr != nil {
+		return nil, &SyntaxError{Msg: cleanMessage(serr.Error())}
+	}
+	vars, err := collect(tpl.GetRoot())
+	if err != nil {
+		return nil, err
+	}
+	return &Template{mode: mode, tpl: tpl, vars: vars}, nil
+}
+
+// Render renders the template with b. A *RenderError reports a failure of
+// the template itself; values the bindings lack render empty.
+func (t *Template) Render(b Bindings) (string, error) {
+	out, err := t.tpl.RenderString(b.m)
+	if err != nil {
+		return "", &RenderError{Msg: cleanMessage(err.Error())}
+	}
+	return out, nil
+}
+
+// cleanMessage drops the library's "Liquid error" prefix noise.
+func cleanMessage(s string) string {
+	s = strings.TrimPrefix(s, "Liquid error: ")
+	s = strings.TrimPrefix(s, "Liquid exception: ")
+	return s
+}
+
+// escapeValue is the filter every {{ … }} of an HTML template ends with: it
+// writes the value the way Liquid would, HTML-escaped.
+func escapeValue(v any) string {
+	var b strings.Builder
+	writeValue(&b, v)
+	return html.EscapeString(b.String())
+}
+
+// writeValue mirrors how Liquid writes an object: nil as nothing, lists as
+// their elements concatenated, times in Liquid's format, the rest with fmt.
+func writeValue(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case nil:
+		return
+	case string:
+		b.WriteString(x)
+		return
+	case time.Time:
+		b.WriteString(x.Format("2006-01-02 15:04:05 -0700"))
+		return
+	case []byte:
+		b.Write(x)
+		return
+	case liquid.Drop:
+		writeValue(b, x.ToLiquid())
+		return
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Array, reflect.Slice:
+		for i := 0; i < rv.Len(); i++ {
+			writeValue(b, rv.Index(i).Interface())
+		}
+	case reflect.Ptr:
+		if !rv.IsNil() {
+			writeValue(b, rv.Elem().Interface())
+		}
+	default:
+		fmt.Fprint(b, v)
+	}
+}
+
+// escapeObjects rewrites an HTML template so every {{ expr }} becomes
+// {{ expr | __sendstream_html }}, keeping whitespace-control markers.
+// Output inside {% raw %} is left alone, and {{ x }} of a name filled by
+// {% capture x %} is not escaped again (its inner objects already were).
+func escapeObjects(src string) string {
+	toks := parser.Scan(src, parser.SourceLoc{}, nil)
+	var b strings.Builder
+	b.Grow(len(src) + 32)
+	captured := map[string]bool{}
+	inRaw := false
+	for _, t := range toks {
+		switch t.Type {
+		case parser.TextTokenType:
+			b.WriteString(t.Source)
+		case parser.TagTokenType:
+			switch t.Name {
+			case "raw":
+				inRaw = true
+			case "endraw":
+				inRaw = false
+			case "capture":
+				captured[strings.TrimSpace(t.Args)] = true
+			}
+			b.WriteString(t.Source)
+		case parser.ObjTokenType:
+			args := strings.TrimSpace(t.Args)
+			if inRaw || captured[args] {
+				b.WriteString(t.Source)
+				continue
+			}
+			b.WriteString("{{")
+			if strings.HasPrefix(t.Source, "{{-") {
+				b.WriteByte('-')
+			}
+			b.WriteByte(' ')
+			b.WriteString(args)
+			b.WriteString(" | ")
+			b.WriteString(escapeFilter)
+			b.WriteByte(' ')
+			if strings.HasSuffix(t.Source, "-}}") {
+				b.WriteByte('-')
+			}
+			b.WriteString("}}")
+		}
+		// Trim tokens carry no source: the markers are inside the
+		// neighbouring object or tag source.
+	}
+	return b.String()
+}
+
+// collect walks the parsed tree and returns the variable paths it reads.
+func collect(root render.Node) ([]string, error) {
+	w := walker{seen: map[string]bool{}}
+	if err := w.node(root, scope{}); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(w.seen))
+	for p := range w.seen {
+		out = append(out, p)
+	}
+	sortStrings(out)
+	return out, nil
+}
+
+// scope is the set of names bound inside the template at a point.
+type scope map[string]bool
+
+func (s scope) with(names ...string) scope {
+	n := make(scope, len(s)+len(names))
+	for k := range s {
+		n[k] = true
+	}
+	for _, k := range names {
+		n[k] = true
+	}
+	return n
+}
+
+type walker struct {
+	seen map[string]bool
+	// assigned names become local for the rest of the template.
+	assigned scope
+}
+
+var errInclude = errors.New("the include tag is not supported in email templates")
+
+func (w *walker) node(n render.Node, sc scope) error {
+	switch n := n.(type) {
+	case *render.SeqNode:
+		for _, c := range n.Children {
+			if err := w.node(c, sc); err != nil {
+				return err
+			}
+		}
+	case *render.ObjectNode:
+		w.expr(n.Args, sc)
+	case *render.TagNode:
+		return w.tag(n.Name, n.Args, sc)
+	case *render.BlockNode:
+		return w.block(n, sc)
+	}
+	return nil
+}
+
+func (w *walker) tag(name, args string, sc scope) error {
+	switch name {
+	case "include":
+		return &SyntaxError{Msg: errInclude.Error()}
+	case "assign":
+		target, expr, ok := strings.Cut(args, "=")
+		if !ok {
+			return nil
+		}
+		w.expr(expr, sc)
+		w.bind(strings.TrimSpace(target))
+	case "increment", "decrement":
+		w.bind(strings.TrimSpace(args))
+	case "cycle":
+		// {% cycle "group": a, b %}: a leading group name is a string.
+		w.expr(args, sc)
+	}
+	return nil
+}
+
+func (w *walker) bind(name string) {
+	if w.assigned == nil {
+		w.assigned = scope{}
+	}
+	w.assigned[name] = true
+}
+
+func (w *walker) block(n *render.BlockNode, sc scope) error {
+	switch n.Name {
+	case "raw", "comment":
+		return nil
+	case "capture":
+		name := strings.TrimSpace(n.Args)
+		for _, c := range n.Body {
+			if err := w.node(c, sc); err != nil {
+				return err
+			}
+		}
+		w.bind(name)
+		return nil
+	case "for", "tablerow":
+		// for x in expr [reversed] [limit: n] [offset: n] [cols: n]
+		v, rest, _ := strings.Cut(strings.TrimSpace(n.Args), " ")
+		rest = strings.TrimSpace(rest)
+		rest = strings.TrimPrefix(rest, "in ")
+		w.expr(rest, sc)
+		inner := sc.with(strings.TrimSpace(v), "forloop", "tablerowloop")
+		for _, c := range n.Body {
+			if err := w.node(c, inner); err != nil {
+				return err
+			}
+		}
+		for _, cl := range n.Clauses {
+			if err := w.block(cl, sc); err != nil {
+				return err
+			}
+		}
+		return nil
+	default: // if, unless, case, when, elsif, else and custom blocks
+		w.expr(n.Args, sc)
+		for _, c := range n.Body {
+			if err := w.node(c, sc); err != nil {
+				return err
+			}
+		}
+		for _, cl := range n.Clauses {
+			if err := w.block(cl, sc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// expr records the variable paths of one Liquid expression.
+func (w *walker) expr(src string, sc scope) {
+	for _, p := range paths(src) {
+		root, _, _ := strings.Cut(p, ".")
+		if sc[root] || w.assigned[root] {
+			continue
+		}
+		w.seen[p] = true
+	}
+}
+
+func sortStrings(s []string) {
+	// Insertion sort: variable lists are short.
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}

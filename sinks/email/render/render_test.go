@@ -1,0 +1,206 @@
+package render
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestEscapesEveryValueInHTML(t *testing.T) {
+	e := NewEngine(0)
+	data := map[string]any{"name": `<script>alert("x")</script> & co`, "items": []any{"<a>", "b&"}, "n": int64(12345678901)}
+	b := NewBindings(data, &Contact{FirstName: "Ada <Lovelace>"}, map[string]any{"plan": "<pro>"})
+	cases := []struct{ src, want string }{
+		{`Hi {{ name }}!`, `Hi &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; co!`},
+		{`{{ data.name | upcase }}`, `&lt;SCRIPT&gt;ALERT(&#34;X&#34;)&lt;/SCRIPT&gt; &amp; CO`},
+		{`{{ contact.first_name }} {{ customField.plan }}`, `Ada &lt;Lovelace&gt; &lt;pro&gt;`},
+		{`{% for i in items %}[{{ i }}]{% endfor %}`, `[&lt;a&gt;][b&amp;]`},
+		{`{{ items }}`, `&lt;a&gt;b&amp;`},
+		{`{{ n }}`, `12345678901`},
+		{`{{- name | size -}} x`, `32x`},
+		{`{% raw %}{{ name }}{% endraw %}`, `{{ name }}`},
+		{`{% capture g %}<b>{{ name }}</b>{% endcapture %}{{ g }}`, `<b>&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; co</b>`},
+		{`{% assign x = name %}{{ x }}`, `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; co`},
+		{`<p class="a">{{ missing }}</p>`, `<p class="a"></p>`},
+	}
+	for _, c := range cases {
+		tpl, err := e.Parse(c.src, HTML)
+		if err != nil {
+			t.Fatalf("parse %q: %v", c.src, err)
+		}
+		got, err := tpl.Render(b)
+		if err != nil {
+			t.Fatalf("render %q: %v", c.src, err)
+		}
+		if got != c.want {
+			t.Errorf("render %q:\n got %q\nwant %q", c.src, got, c.want)
+		}
+	}
+	// Text mode leaves values alone.
+	tpl, err := e.Parse(`Hi {{ name }}`, Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tpl.Render(b); got != `Hi <script>alert("x")</script> & co` {
+		t.Errorf("text render = %q", got)
+	}
+}
+
+func TestVariablesReadByTheTemplate(t *testing.T) {
+	e := NewEngine(0)
+	cases := []struct {
+		src  string
+		want []string
+	}{
+		{`{{ data.order.id }} {{ name }}`, []string{"data.order.id", "name"}},
+		{`{{ contact.first_name | default: "friend" }}`, []string{"contact.first_name"}},
+		{`{{ customField.plan }}`, []string{"customField.plan"}},
+		{`{% for item in data.items reversed limit: 2 %}{{ item.name }}{{ forloop.index }}{% else %}{{ empty_msg }}{% endfor %}`, []string{"data.items", "empty_msg"}},
+		{`{% if vip and total > 10 %}a{% elsif coupon %}b{% else %}c{% endif %}`, []string{"coupon", "total", "vip"}},
+		{`{% unless shipped %}x{% endunless %}`, []string{"shipped"}},
+		{`{% case plan %}{% when "pro" %}{{ pro_msg }}{% endcase %}`, []string{"plan", "pro_msg"}},
+		{`{% assign total = price | times: qty %}{{ total }}`, []string{"price", "qty"}},
+		{`{% capture greeting %}Hi {{ who }}{% endcapture %}{{ greeting }}`, []string{"who"}},
+		{`{{ user["first name"] }} {{ list[0].x }} {{ map[key] }}`, []string{"key", "list", "map", "user.first name"}},
+		{`{{ items.size }} {{ items.first.name }}`, []string{"items"}},
+		{`{{ "literal" | append: suffix }} {{ 3 | plus: bonus }}`, []string{"bonus", "suffix"}},
+		{`{% for i in (1..data.n) %}{{ i }}{% endfor %}`, []string{"data.n"}},
+		{`{% comment %}{{ hidden }}{% endcomment %}{% raw %}{{ raw }}{% endraw %}`, nil},
+		{`{% tablerow p in products cols: 2 %}{{ p.title }}{% endtablerow %}`, []string{"products"}},
+	}
+	for _, c := range cases {
+		for _, mode := range []Mode{Text, HTML} {
+			tpl, err := e.Parse(c.src, mode)
+			if err != nil {
+				t.Fatalf("parse %q: %v", c.src, err)
+			}
+			got := tpl.Variables()
+			if len(got) == 0 && len(c.want) == 0 {
+				continue
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("variables of %q (mode %d) = %q, want %q", c.src, mode, got, c.want)
+			}
+		}
+	}
+}
+
+func TestSyntaxErrorsAndForbiddenTags(t *testing.T) {
+	e := NewEngine(0)
+	for _, src := range []string{`{% if x %}unclosed`, `{{ x | }}`, `{% include "/etc/passwd" %}`, `{% for %}{% endfor %}`} {
+		_, err := e.Parse(src, HTML)
+		var se *SyntaxError
+		if !errors.As(err, &se) {
+			t.Errorf("parse %q: err = %v, want a SyntaxError", src, err)
+		}
+	}
+	_, err := e.Compile(Source{Subject: "Hi {% if name %}", HTML: "ok"})
+	if err == nil || !strings.HasPrefix(err.Error(), "subject: ") {
+		t.Errorf("compile with a broken subject: %v", err)
+	}
+}
+
+func TestParseIsCachedPerSource(t *testing.T) {
+	e := NewEngine(8)
+	a, _ := e.Parse("Hello {{ x }}", HTML)
+	b, _ := e.Parse("Hello {{ x }}", HTML)
+	if a != b {
+		t.Error("same source parsed twice: cache missed")
+	}
+	c, _ := e.Parse("Hello {{ x }}", Text)
+	if c == a {
+		t.Error("text and HTML modes share a cache entry")
+	}
+	d, _ := e.Parse("Hello {{ y }}", HTML)
+	if d == a || d.Variables()[0] != "y" {
+		t.Error("a changed source reused the old parse")
+	}
+	for i := 0; i < 40; i++ {
+		_, _ = e.Parse(strings.Repeat("x", i), Text)
+	}
+	if n := e.Cached(); n > 8 {
+		t.Errorf("cache holds %d entries, bound is 8", n)
+	}
+}
+
+func TestConcurrentRender(t *testing.T) {
+	e := NewEngine(0)
+	c, err := e.Compile(Source{Subject: "Order {{ id }}", HTML: "<p>{% for i in items %}{{ i }},{% endfor %}</p>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				b := NewBindings(map[string]any{"id": int64(i), "items": []any{"a", "<b>"}}, nil, nil)
+				out, err := c.Render(b)
+				if err != nil || out.HTML != "<p>a,&lt;b&gt;,</p>" || !strings.HasPrefix(out.Subject, "Order ") {
+					t.Errorf("render: %+v %v", out, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestResolvedAndDecodeData(t *testing.T) {
+	data, depth, err := DecodeData([]byte(`{"a":{"b":[{"c":1}]},"n":12345678901,"f":1.5,"z":null,"s":""}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if depth != 4 {
+		t.Errorf("depth = %d, want 4", depth)
+	}
+	if data["n"] != int64(12345678901) || data["f"] != 1.5 {
+		t.Errorf("numbers: %#v %#v", data["n"], data["f"])
+	}
+	b := NewBindings(data, &Contact{Email: "a@x.io", FirstName: "Ada"}, map[string]any{"plan": "pro"})
+	for path, want := range map[string]bool{
+		"a.b": true, "data.a.b": true, "n": true, "z": false, "data.z": false, "s": true,
+		"missing": false, "a.x": false, "contact.first_name": true, "contact.firstName": true,
+		"contact.country": false, "customField.plan": true, "customField.other": false,
+	} {
+		if got := b.Resolved(path); got != want {
+			t.Errorf("Resolved(%q) = %v, want %v", path, got, want)
+		}
+	}
+	if got := b.Unresolved([]string{"a", "zz", "s"}); !reflect.DeepEqual(got, []string{"zz"}) {
+		t.Errorf("Unresolved = %v", got)
+	}
+	if _, d, _ := DecodeData(nil); d != 0 {
+		t.Errorf("absent data depth %d", d)
+	}
+}
+
+func TestRenderErrorsAndTextFallback(t *testing.T) {
+	e := NewEngine(0)
+	c, err := e.Compile(Source{Subject: "Hi\n {{ name }}", Preheader: "Your {{ thing }}", HTML: `<html><head><style>p{}</style></head><body><p>Hello <b>{{ name }}</b></p><a href="https://x.io/a?b=1&amp;c=2">Track</a><br>bye</body></html>`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Render(NewBindings(map[string]any{"name": "A&B", "thing": "receipt"}, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Subject != "Hi A&B" || out.Preheader != "Your receipt" {
+		t.Errorf("subject %q preheader %q", out.Subject, out.Preheader)
+	}
+	if want := "Hello A&B\nTrack (https://x.io/a?b=1&c=2)\nbye\n"; out.Text != want {
+		t.Errorf("text = %q, want %q", out.Text, want)
+	}
+	bad, err := e.Compile(Source{Subject: "x", HTML: `{% for i in 5 %}{{ i | divided_by: 0 }}{% endfor %}{{ 1 | divided_by: 0 }}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bad.Render(NewBindings(nil, nil, nil))
+	var re *RenderError
+	if !errors.As(err, &re) {
+		t.Errorf("render error = %v, want RenderError", err)
+	}
+}

@@ -1,0 +1,489 @@
+// Package smtp is the SMTP provider plugin of sinks/email: a pool of reused
+// connections (plain, STARTTLS or implicit TLS, optional AUTH PLAIN) to one
+// relay, behind a circuit breaker, with retries only where the relay
+// provably did not take the message.
+//
+// Outcome of one Send, by where the transaction stopped:
+//   - dial, greeting, TLS, AUTH, MAIL, RCPT of the primary recipient, DATA,
+//     writing the body: nothing was accepted, so it is retried (once at once
+//     on a fresh connection when a reused one turned out dead, then up to
+//     MaxAttempts with backoff) and, failing that, returned as retryable;
+//   - a 5xx reply to MAIL, the primary RCPT, DATA or the end of data: a
+//     permanent *email.RefusedError;
+//   - a 4xx reply to the end of data: the relay said it did not take the
+//     message, so it is retryable;
+//   - no reply to the end of data (connection lost, time-out): the relay may
+//     have accepted it, so *email.UnknownOutcomeError and never a retry.
+//
+// Registered as provider "smtp"; settings: "url", e.g.
+// smtp://user:pass@relay.example.com:587?tls=starttls&pool=8 (see ParseURL).
+package smtp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	gosmtp "github.com/emersion/go-smtp"
+
+	"sendstream/pipeline"
+	"sendstream/sinks/email"
+)
+
+func init() {
+	email.Register("smtp", func(s map[string]string) (email.Provider, error) {
+		cfg, err := ParseURL(s["url"])
+		if err != nil {
+			return nil, err
+		}
+		return New(cfg)
+	})
+}
+
+// TLSMode says how the connection is secured.
+type TLSMode string
+
+const (
+	// TLSOpportunistic uses STARTTLS when the relay offers it (default).
+	TLSOpportunistic TLSMode = "opportunistic"
+	// TLSStartTLS requires STARTTLS.
+	TLSStartTLS TLSMode = "starttls"
+	// TLSImplicit connects with TLS from the start (smtps, port 465).
+	TLSImplicit TLSMode = "implicit"
+	// TLSNone never uses TLS.
+	TLSNone TLSMode = "none"
+)
+
+// Config configures a Provider. Zero values take the defaults noted.
+type Config struct {
+	Addr      string  // host:port; required
+	TLS       TLSMode // default TLSOpportunistic
+	TLSConfig *tls.Config
+	Username  string // AUTH PLAIN when set
+	Password  string
+	Helo      string // EHLO name (default "localhost")
+	// PoolSize is the most connections open at once, which is also how
+	// many messages are in flight (default 8).
+	PoolSize int
+	// IdleTimeout closes connections unused for this long instead of
+	// reusing them (default 30s).
+	IdleTimeout time.Duration
+	// Timeout bounds each command and the wait for the final reply
+	// (default 30s).
+	Timeout time.Duration
+	// MaxAttempts bounds tries of one Send for retryable failures (default 3).
+	MaxAttempts int
+	// Backoff between attempts, doubled each time (default 100ms).
+	Backoff time.Duration
+	// Breaker guards the relay (default pipeline.NewBreaker("smtp "+Addr)).
+	Breaker *pipeline.Breaker
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("smtp: address %q: %w", c.Addr, err)
+	}
+	switch c.TLS {
+	case "", TLSOpportunistic, TLSStartTLS, TLSImplicit, TLSNone:
+	default:
+		return fmt.Errorf("smtp: tls mode %q (want opportunistic, starttls, implicit or none)", c.TLS)
+	}
+	if c.PoolSize < 0 || c.MaxAttempts < 0 {
+		return errors.New("smtp: negative pool size or attempts")
+	}
+	return nil
+}
+
+func (c *Config) withDefaults() {
+	if c.TLS == "" {
+		c.TLS = TLSOpportunistic
+	}
+	if c.Helo == "" {
+		c.Helo = "localhost"
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = 8
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 30 * time.Second
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 3
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = 100 * time.Millisecond
+	}
+	if c.Breaker == nil {
+		c.Breaker = pipeline.NewBreaker("smtp " + c.Addr)
+	}
+}
+
+// ParseURL reads smtp://[user[:pass]@]host[:port][?tls=…&pool=N&helo=name&insecure=1]
+// or smtps://… (implicit TLS, default port 465). The default port of smtp://
+// is 25. insecure=1 skips certificate verification (local relays only).
+func ParseURL(raw string) (Config, error) {
+	var c Config
+	u, err := url.Parse(raw)
+	if err != nil {
+		return c, fmt.Errorf("smtp url: %w", err)
+	}
+	port := "25"
+	switch u.Scheme {
+	case "smtp":
+	case "smtps":
+		c.TLS, port = TLSImplicit, "465"
+	default:
+		return c, fmt.Errorf("smtp url %q: scheme must be smtp or smtps", raw)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return c, fmt.Errorf("smtp url %q: no host", raw)
+	}
+	if u.Port() != "" {
+		port = u.Port()
+	}
+	c.Addr = net.JoinHostPort(host, port)
+	if u.User != nil {
+		c.Username = u.User.Username()
+		c.Password, _ = u.User.Password()
+	}
+	q := u.Query()
+	if v := q.Get("tls"); v != "" {
+		c.TLS = TLSMode(v)
+	}
+	if v := q.Get("pool"); v != "" {
+		if c.PoolSize, err = strconv.Atoi(v); err != nil || c.PoolSize < 1 {
+			return c, fmt.Errorf("smtp url: pool %q: want a positive number", v)
+		}
+	}
+	c.Helo = q.Get("helo")
+	c.TLSConfig = &tls.Config{ServerName: host, InsecureSkipVerify: q.Get("insecure") == "1"} //nolint:gosec // opt-in for local relays
+	return c, c.Validate()
+}
+
+// Provider sends through one SMTP relay. It is safe for concurrent use.
+type Provider struct {
+	cfg  Config
+	slot chan struct{} // one token per connection allowed open
+	mu   sync.Mutex
+	idle []*conn
+	// offersStartTLS caches whether the relay offers STARTTLS (opportunistic
+	// mode): 0 unknown, 1 yes, 2 no.
+	offersStartTLS atomic.Int32
+}
+
+var (
+	_ email.Provider = (*Provider)(nil)
+	_ email.Gate     = (*Provider)(nil)
+)
+
+// New returns a Provider; it connects on first use.
+func New(cfg Config) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.withDefaults()
+	return &Provider{cfg: cfg, slot: make(chan struct{}, cfg.PoolSize)}, nil
+}
+
+// Name returns "smtp".
+func (p *Provider) Name() string { return "smtp" }
+
+// Blocked reports whether the breaker is open (sends fail fast).
+func (p *Provider) Blocked() bool { return p.cfg.Breaker.State() == "open" }
+
+// Breaker returns the provider's circuit breaker.
+func (p *Provider) Breaker() *pipeline.Breaker { return p.cfg.Breaker }
+
+// conn is one pooled connection.
+type conn struct {
+	c        *gosmtp.Client
+	nc       net.Conn
+	lastUsed time.Time
+	dirty    bool // a transaction was left unfinished: RSET before reuse
+}
+
+// Send hands m to the relay; see the package comment for the outcomes.
+func (p *Provider) Send(ctx context.Context, m *email.Message) (email.Receipt, error) {
+	if len(m.Recipients) == 0 {
+		return email.Receipt{}, &email.RefusedError{Reason: "no recipients"}
+	}
+	select {
+	case p.slot <- struct{}{}:
+	case <-ctx.Done():
+		return email.Receipt{}, ctx.Err()
+	}
+	defer func() { <-p.slot }()
+
+	var lastErr error
+	for attempt := 0; attempt < p.cfg.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(p.cfg.Backoff << (attempt - 1))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return email.Receipt{}, ctx.Err()
+			}
+		}
+		var rec email.Receipt
+		err := p.cfg.Breaker.Do(ctx, func(ctx context.Context) error {
+			var err error
+			rec, err = p.sendOnce(ctx, m)
+			if email.IsRefused(err) {
+				// Says nothing about the relay's health.
+				return pipeline.Permanent(err)
+			}
+			return err
+		})
+		switch {
+		case err == nil:
+			return rec, nil
+		case email.IsRefused(err), email.IsUnknownOutcome(err):
+			return email.Receipt{}, unwrapPermanent(err)
+		case errors.Is(err, pipeline.ErrBreakerOpen), ctx.Err() != nil:
+			return email.Receipt{}, err
+		}
+		lastErr = err
+	}
+	return email.Receipt{}, fmt.Errorf("smtp %s: %d attempts: %w", p.cfg.Addr, p.cfg.MaxAttempts, lastErr)
+}
+
+// unwrapPermanent strips the pipeline.Permanent marker added for the breaker.
+func unwrapPermanent(err error) error {
+	var r *email.RefusedError
+	if errors.As(err, &r) {
+		return r
+	}
+	var u *email.UnknownOutcomeError
+	if errors.As(err, &u) {
+		return u
+	}
+	return err
+}
+
+// sendOnce runs one transaction, on a pooled connection when one is idle;
+// when that connection turns out dead before anything was accepted, it
+// tries once more on a fresh one.
+func (p *Provider) sendOnce(ctx context.Context, m *email.Message) (email.Receipt, error) {
+	c := p.takeIdle()
+	reused := c != nil
+	for {
+		if c == nil {
+			var err error
+			if c, err = p.dial(ctx); err != nil {
+				return email.Receipt{}, err
+			}
+		}
+		rec, err, keep := p.transact(ctx, c, m)
+		if keep {
+			p.putIdle(c)
+		} else {
+			_ = c.nc.Close()
+		}
+		if err != nil && reused && !keep && isSafeRetry(err) {
+			reused, c = false, nil
+			continue
+		}
+		return rec, err
+	}
+}
+
+// isSafeRetry: a failure before the relay could have accepted anything.
+func isSafeRetry(err error) bool {
+	return !email.IsRefused(err) && !email.IsUnknownOutcome(err) && !isSMTPCode(err, 4)
+}
+
+func isSMTPCode(err error, class int) bool {
+	var se *gosmtp.SMTPError
+	return errors.As(err, &se) && se.Code/100 == class
+}
+
+// transact runs MAIL, RCPT…, DATA on c. keep reports whether c can be
+// reused.
+func (p *Provider) transact(ctx context.Context, c *conn, m *email.Message) (rec email.Receipt, err error, keep bool) {
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.Close() })
+	defer stop()
+	if c.dirty {
+		if err := c.c.Reset(); err != nil {
+			return rec, fmt.Errorf("smtp rset: %w", err), false
+		}
+		c.dirty = false
+	}
+	c.lastUsed = time.Now()
+	if err := c.c.Mail(m.From, nil); err != nil {
+		return rec, classify("mail from", err, c), isProtocol(err)
+	}
+	if err := c.c.Rcpt(m.Recipients[0], nil); err != nil {
+		return rec, classify("rcpt to "+m.Recipients[0], err, c), isProtocol(err)
+	}
+	for _, r := range m.Recipients[1:] {
+		if err := c.c.Rcpt(r, nil); err != nil {
+			if !isProtocol(err) {
+				return rec, fmt.Errorf("smtp rcpt to %s: %w", r, err), false
+			}
+			rec.Refused = append(rec.Refused, r)
+		}
+	}
+	w, err := c.c.Data()
+	if err != nil {
+		return rec, classify("data", err, c), isProtocol(err)
+	}
+	if _, err := w.Write(m.Raw); err != nil {
+		return rec, fmt.Errorf("smtp write message: %w", err), false
+	}
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		var se *gosmtp.SMTPError
+		if errors.As(err, &se) {
+			if se.Code/100 == 5 {
+				return rec, &email.RefusedError{Reason: fmt.Sprintf("%d %s", se.Code, se.Message)}, true
+			}
+			return rec, fmt.Errorf("smtp end of data: %w", err), true
+		}
+		return rec, &email.UnknownOutcomeError{Err: err}, false
+	}
+	rec.ProviderMessageID = queueID(resp.StatusText)
+	return rec, nil, true
+}
+
+// classify turns a failed command into a refusal (5xx) or a retryable
+// error; a protocol-level failure leaves the transaction to reset.
+func classify(step string, err error, c *conn) error {
+	var se *gosmtp.SMTPError
+	if errors.As(err, &se) {
+		c.dirty = true
+		if se.Code/100 == 5 {
+			return &email.RefusedError{Reason: fmt.Sprintf("%s: %d %s", step, se.Code, se.Message)}
+		}
+	}
+	return fmt.Errorf("smtp %s: %w", step, err)
+}
+
+// isProtocol reports an SMTP reply (the connection is still usable), as
+// opposed to a network failure.
+func isProtocol(err error) bool {
+	var se *gosmtp.SMTPError
+	return errors.As(err, &se)
+}
+
+// queueID picks the relay's queue id from a final reply like
+// "2.0.0 OK: queued as 4F2A1B" (the last word), or the whole text.
+func queueID(text string) string {
+	f := strings.Fields(text)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[len(f)-1]
+}
+
+func (p *Provider) takeIdle() *conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.idle) > 0 {
+		c := p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		if time.Since(c.lastUsed) < p.cfg.IdleTimeout {
+			return c
+		}
+		go func() { _ = c.c.Quit(); _ = c.nc.Close() }()
+	}
+	return nil
+}
+
+func (p *Provider) putIdle(c *conn) {
+	c.lastUsed = time.Now()
+	p.mu.Lock()
+	p.idle = append(p.idle, c)
+	p.mu.Unlock()
+}
+
+// dial opens, greets, secures and authenticates a connection.
+func (p *Provider) dial(ctx context.Context) (*conn, error) {
+	d := net.Dialer{Timeout: p.cfg.Timeout}
+	var nc net.Conn
+	var err error
+	if p.cfg.TLS == TLSImplicit {
+		nc, err = (&tls.Dialer{NetDialer: &d, Config: p.tlsConfig()}).DialContext(ctx, "tcp", p.cfg.Addr)
+	} else {
+		nc, err = d.DialContext(ctx, "tcp", p.cfg.Addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("smtp dial %s: %w", p.cfg.Addr, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = nc.Close() })
+	defer stop()
+	fail := func(step string, err error) (*conn, error) {
+		_ = nc.Close()
+		return nil, fmt.Errorf("smtp %s %s: %w", step, p.cfg.Addr, err)
+	}
+	useTLS := p.cfg.TLS == TLSStartTLS
+	if p.cfg.TLS == TLSOpportunistic {
+		useTLS = p.offersStartTLS.Load() == 1
+	}
+	var c *gosmtp.Client
+	if useTLS {
+		// go-smtp greets with EHLO localhost before STARTTLS; the
+		// configured name is sent in the EHLO after it.
+		if c, err = gosmtp.NewClientStartTLS(nc, p.tlsConfig()); err != nil {
+			return fail("starttls", err)
+		}
+	} else {
+		c = gosmtp.NewClient(nc)
+	}
+	c.CommandTimeout = p.cfg.Timeout
+	c.SubmissionTimeout = p.cfg.Timeout
+	if err := c.Hello(p.cfg.Helo); err != nil {
+		return fail("hello", err)
+	}
+	if !useTLS && p.cfg.TLS == TLSOpportunistic && p.offersStartTLS.Load() == 0 {
+		if ok, _ := c.Extension("STARTTLS"); ok {
+			// Learnt once: from now on every connection starts TLS.
+			p.offersStartTLS.Store(1)
+			_ = c.Close()
+			return p.dial(ctx)
+		}
+		p.offersStartTLS.Store(2)
+	}
+	if p.cfg.Username != "" {
+		if err := c.Auth(sasl.NewPlainClient("", p.cfg.Username, p.cfg.Password)); err != nil {
+			return fail("auth", err)
+		}
+	}
+	return &conn{c: c, nc: nc, lastUsed: time.Now()}, nil
+}
+
+func (p *Provider) tlsConfig() *tls.Config {
+	if p.cfg.TLSConfig != nil {
+		return p.cfg.TLSConfig
+	}
+	host, _, _ := net.SplitHostPort(p.cfg.Addr)
+	return &tls.Config{ServerName: host}
+}
+
+// Close quits every idle connection. Sends in progress finish first on
+// their own connections, which are then closed by the garbage of the pool.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		_ = c.c.Quit()
+		_ = c.nc.Close()
+	}
+	return nil
+}
