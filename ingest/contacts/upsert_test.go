@@ -501,4 +501,3 @@ func types(evs []schemas.Envelope) []string {
 	sort.Strings(out)
 	return out
 }
-

@@ -39,6 +39,7 @@ var (
 // ClickHouse error codes a concurrent, repeated migration may meet.
 const (
 	codeDuplicateColumn       = 15
+	codeIllegalColumn         = 44 // 18.16's answer to ADD COLUMN of an existing column
 	codeTableAlreadyExists    = 57
 	codeDatabaseAlreadyExists = 82
 )
@@ -70,7 +71,7 @@ func connect(ctx context.Context, addr, db string) (driver.Conn, error) {
 		Addr:             []string{addr},
 		Auth:             clickhouse.Auth{Database: db, Username: "default"},
 		DialTimeout:      10 * time.Second,
-		ReadTimeout:      5 * time.Minute,
+		ReadTimeout:      2 * time.Minute,
 		MaxOpenConns:     16,
 		MaxIdleConns:     8,
 		ConnMaxLifetime:  time.Hour,
@@ -126,10 +127,18 @@ func ServerVersion(ctx context.Context, conn driver.Conn) (Version, error) {
 // holds one or more statements, each ended by a line that ends with `;` (the
 // last one may omit it); lines starting with `--` are comments. ClickHouse
 // has no transactions and no locks, so migrations must be written to be
-// re-runnable (CREATE ... IF NOT EXISTS); when two processes migrate at
-// once, "already exists" answers are accepted and both may record the name.
+// re-runnable (CREATE ... IF NOT EXISTS; plain ALTER TABLE ... ADD COLUMN,
+// since 18.16 lacks ADD COLUMN IF NOT EXISTS); "already exists" answers to
+// CREATE and ADD COLUMN are accepted, so a repeated or concurrent run
+// succeeds, and two processes migrating at once may both record the name.
 func Migrate(ctx context.Context, conn driver.Conn, db string) error {
-	names, err := migrationNames()
+	return MigrateFS(ctx, conn, db, schemas.Migrations, "clickhouse")
+}
+
+// MigrateFS is Migrate for the *.sql files of dir in fsys (tests use it with
+// their own files).
+func MigrateFS(ctx context.Context, conn driver.Conn, db string, fsys fs.FS, dir string) error {
+	names, err := migrationNames(fsys, dir)
 	if err != nil {
 		return err
 	}
@@ -165,7 +174,7 @@ func Migrate(ctx context.Context, conn driver.Conn, db string) error {
 		if done[name] {
 			continue
 		}
-		body, err := fs.ReadFile(schemas.Migrations, "clickhouse/"+name)
+		body, err := fs.ReadFile(fsys, dir+"/"+name)
 		if err != nil {
 			return fmt.Errorf("clickhouse migrate: read %s: %w", name, err)
 		}
@@ -193,6 +202,10 @@ func Migrate(ctx context.Context, conn driver.Conn, db string) error {
 func execTolerant(ctx context.Context, conn driver.Conn, stmt string) error {
 	err := conn.Exec(ctx, stmt)
 	if err == nil || isCode(err, codeTableAlreadyExists, codeDatabaseAlreadyExists, codeDuplicateColumn) {
+		return nil
+	}
+	// 18.16 has no ADD COLUMN IF NOT EXISTS; re-adding a column answers 44.
+	if isCode(err, codeIllegalColumn) && strings.Contains(err.Error(), "already exists") {
 		return nil
 	}
 	return err
@@ -239,9 +252,9 @@ func SplitStatements(body string) []string {
 	return out
 }
 
-// migrationNames lists schemas/clickhouse/*.sql in file-name order.
-func migrationNames() ([]string, error) {
-	entries, err := fs.ReadDir(schemas.Migrations, "clickhouse")
+// migrationNames lists dir/*.sql in file-name order.
+func migrationNames(fsys fs.FS, dir string) ([]string, error) {
+	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse migrate: list migrations: %w", err)
 	}
