@@ -7,6 +7,8 @@
 #   deploy/stack.sh up [--no-broker]   start what is not running, write .run/stack.env
 #   deploy/stack.sh down               stop everything (data is kept)
 #   deploy/stack.sh env                print .run/stack.env
+#   deploy/stack.sh status             exit 0 when Postgres and ClickHouse run
+#   deploy/stack.sh clean              down, then delete all data (.run)
 #
 # Idempotent and quiet on success; `up` is safe to run concurrently (flock).
 set -euo pipefail
@@ -444,6 +446,21 @@ cmd_down() {
 	pg_down
 }
 
+cmd_status() {
+	local dir=$DATA/pg
+	[[ -e $dir/PG_VERSION ]] || return 1
+	pg_user_cmd "$PGBIN/pg_ctl" -D "$(readlink -f "$dir")" status >/dev/null 2>&1 || return 1
+	pid_alive "$DATA/ch/server.pid" || return 1
+}
+
+cmd_clean() {
+	cmd_down
+	if [[ -L $DATA/pg ]]; then
+		rm -rf "$(readlink -f "$DATA/pg")"
+	fi
+	rm -rf "$DATA"
+}
+
 cmd_env() {
 	[[ -s $DATA/stack.env ]] || die "no $DATA/stack.env: run deploy/stack.sh up"
 	cat "$DATA/stack.env"
@@ -457,8 +474,10 @@ up)
 	;;
 down) cmd_down ;;
 env) cmd_env ;;
+status) cmd_status ;;
+clean) cmd_clean ;;
 *)
-	echo "usage: $0 install|up [--no-broker]|down|env" >&2
+	echo "usage: $0 install|up [--no-broker]|down|env|status|clean" >&2
 	exit 2
 	;;
 esac
