@@ -38,6 +38,7 @@ func run() int {
 	out := flag.String("out", "", "results directory (default <repo>/bench/results)")
 	keep := flag.Bool("keep", false, "keep scratch directories (server, broker and baseline logs)")
 	list := flag.Bool("list", false, "list benchmarks and baselines, then exit")
+	binFlag := flag.String("bin", "", "use this sendstream binary instead of building bin/sendstream (e.g. to compare builds)")
 	cpuprofile := flag.String("cpuprofile", "", "write the load generator's (this process's) CPU profile to this file")
 	baselines := flag.String("baselines", "", "measure these baselines once (comma-separated, or \"all\") instead of running benchmarks")
 	flag.Parse()
@@ -109,7 +110,12 @@ func run() int {
 			}
 		}
 	}
-	if needBin {
+	if needBin && *binFlag != "" {
+		if opts.Bin, err = filepath.Abs(*binFlag); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+	} else if needBin {
 		fmt.Fprintln(os.Stderr, "bench: go build -o bin/sendstream .")
 		if opts.Bin, opts.BuildErr = harness.Build(ctx, root); opts.BuildErr != nil {
 			fmt.Fprintln(os.Stderr, "bench:", opts.BuildErr)

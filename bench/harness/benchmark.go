@@ -60,7 +60,7 @@ type Benchmark struct {
 type OpenLoop struct {
 	Name     string  // label; defaults to the rate
 	Rate     float64 // requests per second
-	InFlight int     // generator capacity; 0: max(64, Rate/20)
+	InFlight int     // generator capacity (connections); 0: max(256, Rate/10), at most 4096
 	// Request overrides the benchmark's Request (e.g. a search instead of
 	// an upsert).
 	Request  func(s *System) *load.Request
@@ -83,9 +83,9 @@ func (o OpenLoop) inFlight() int {
 	if o.InFlight > 0 {
 		return o.InFlight
 	}
-	n := int(o.Rate / 20)
-	if n < 64 {
-		n = 64
+	n := int(o.Rate / 10)
+	if n < 256 {
+		n = 256
 	}
 	if n > 4096 {
 		n = 4096

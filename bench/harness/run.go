@@ -220,6 +220,7 @@ func (r *runner) startSystem(ctx context.Context) error {
 			return err
 		}
 		r.s = s
+		r.logf("%s: server %s (pid %d), broker %s (pid %d), workspace %s", r.b.Name, s.BaseURL, s.Server.PID(), s.BrokerAddr, s.Broker.PID(), s.WorkspaceID)
 		if r.b.Setup != nil {
 			if err := r.b.Setup(ctx, s); err != nil {
 				return fmt.Errorf("set up %s: %w", r.b.Name, err)
