@@ -547,4 +547,3 @@ func idsOf(cs []contacts.Contact) []string {
 	}
 	return out
 }
-
