@@ -69,6 +69,13 @@ type OpenLoop struct {
 	RSSMaxMB float64 // server RSS ceiling during the run; 0: not checked
 	// NoBaseline skips measuring the HTTP baseline at the same rate.
 	NoBaseline bool
+	// During, when set, runs alongside the fixed-rate load for its
+	// measured window (ctx ends with the window) and returns latencies it
+	// observed, e.g. of marker events from the API to their ClickHouse row
+	// or of sends to the SMTP sink (PERFORMANCE.md, end-to-end latency).
+	During func(ctx context.Context, s *System) (*load.Histogram, error)
+	// DuringP99Max checks the p99 of During's latencies; 0: reported only.
+	DuringP99Max time.Duration
 }
 
 // Label names the open-loop run.

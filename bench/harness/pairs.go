@@ -16,11 +16,12 @@ type Pair struct {
 	Reason   string  `json:"reason,omitempty"`
 }
 
-// Pairing decides which pairs count. A pair is redone when its baseline
-// strays more than Tolerance (relative) from the running median of the
-// baselines measured before it, and, once Want pairs are accepted, from the
-// median of the accepted baselines (so a first pair that was the outlier is
-// caught too). The result is the median of the accepted pairs' ratios.
+// Pairing decides which pairs count. A pair counts when its baseline is
+// within Tolerance (relative) of the median of every baseline measured so far
+// (the running median, re-evaluated after each pair, so an early outlier,
+// even the first pair, is dropped once the typical value is known); pairs
+// are added (redone) until Want of them count or MaxAttempts pairs were
+// measured. The result is the median of the counted pairs' ratios.
 // It is pure bookkeeping, used from one goroutine.
 type Pairing struct {
 	Want        int     // pairs needed
@@ -35,45 +36,36 @@ func NewPairing(n int) *Pairing {
 	return &Pairing{Want: n, MaxAttempts: 3 * n, Tolerance: 0.25}
 }
 
-// Add records a pair and reports whether it was accepted (for now: a later
-// pair may still reject it through the final check).
+// Add records a pair and reports whether it counts for now (a later pair
+// may move the running median and change that).
 func (p *Pairing) Add(baseline, system float64) bool {
 	pr := Pair{Attempt: len(p.Pairs) + 1, Baseline: baseline, System: system}
 	if baseline > 0 {
 		pr.Ratio = system / baseline
 	}
-	var prev []float64
-	for _, q := range p.Pairs {
-		prev = append(prev, q.Baseline)
-	}
-	switch {
-	case baseline <= 0:
-		pr.Rejected, pr.Reason = true, "baseline measured nothing"
-	case len(prev) > 0:
-		if m := Median(prev); Strays(baseline, m, p.Tolerance) {
-			pr.Rejected = true
-			pr.Reason = fmt.Sprintf("baseline %.0f strays %.0f%% from running median %.0f", baseline, 100*Deviation(baseline, m), m)
-		}
-	}
 	p.Pairs = append(p.Pairs, pr)
-	if len(p.accepted()) >= p.Want {
-		p.finalCheck()
-	}
+	p.classify()
 	return !p.Pairs[len(p.Pairs)-1].Rejected
 }
 
-// finalCheck rejects accepted pairs whose baseline strays from the median of
-// the accepted baselines.
-func (p *Pairing) finalCheck() {
+// classify marks every pair against the median of all baselines so far.
+func (p *Pairing) classify() {
 	var bs []float64
-	for _, i := range p.accepted() {
-		bs = append(bs, p.Pairs[i].Baseline)
+	for _, q := range p.Pairs {
+		if q.Baseline > 0 {
+			bs = append(bs, q.Baseline)
+		}
 	}
 	m := Median(bs)
-	for _, i := range p.accepted() {
-		if b := p.Pairs[i].Baseline; Strays(b, m, p.Tolerance) {
-			p.Pairs[i].Rejected = true
-			p.Pairs[i].Reason = fmt.Sprintf("baseline %.0f strays %.0f%% from the accepted median %.0f", b, 100*Deviation(b, m), m)
+	for i := range p.Pairs {
+		q := &p.Pairs[i]
+		q.Rejected, q.Reason = false, ""
+		switch {
+		case q.Baseline <= 0:
+			q.Rejected, q.Reason = true, "baseline measured nothing"
+		case Strays(q.Baseline, m, p.Tolerance):
+			q.Rejected = true
+			q.Reason = fmt.Sprintf("baseline %.0f strays %.0f%% from the running median %.0f", q.Baseline, 100*Deviation(q.Baseline, m), m)
 		}
 	}
 }

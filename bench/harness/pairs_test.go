@@ -62,15 +62,17 @@ func TestPairingRedoesAPairWhoseBaselineStrays(t *testing.T) {
 func TestPairingCatchesAnOutlierFirstPair(t *testing.T) {
 	p := NewPairing(3)
 	p.Add(200, 100) // the machine was quiet only for this one
-	p.Add(100, 50)  // strays from 200: rejected
-	p.Add(100, 50)  // median(200,100)=150: 33% off: rejected
-	p.Add(100, 50)  // median(200,100,100)=100: accepted
-	if p.Done() {
-		t.Fatalf("accepted so far: %+v", p.Accepted())
+	if p.Add(100, 50) {
+		t.Fatal("median 150: 100 strays 33%")
 	}
-	p.Add(100, 50) // three accepted: 200, 100, 100 → the final check drops 200
+	if len(p.Accepted()) != 0 {
+		t.Fatalf("two pairs 2× apart: neither can be trusted yet: %+v", p.Pairs)
+	}
+	if !p.Add(100, 50) || len(p.Accepted()) != 2 {
+		t.Fatalf("median 100: both 100s count: %+v", p.Pairs)
+	}
 	if p.Done() {
-		t.Fatalf("the first pair should have been dropped: %+v", p.Pairs)
+		t.Fatal("only two pairs count")
 	}
 	p.Add(101, 50)
 	if !p.Done() || !p.Stable() {
@@ -80,6 +82,9 @@ func TestPairingCatchesAnOutlierFirstPair(t *testing.T) {
 		if q.Baseline == 200 {
 			t.Fatal("outlier first pair still counted")
 		}
+	}
+	if p.Pairs[0].Reason == "" {
+		t.Fatal("a dropped pair says why")
 	}
 }
 

@@ -93,6 +93,9 @@ type OpenLoopRun struct {
 	RSSMaxMB   float64            `json:"rssMaxMB"`
 	RSSAddedMB float64            `json:"rssAddedMB"`
 	Baseline   *load.Result       `json:"baseline,omitempty"`
+	// During is the latency distribution the benchmark's During hook
+	// observed (end to end), when it has one.
+	During *load.Summary `json:"during,omitempty"`
 }
 
 // Check is one target compared with its measurement.

@@ -433,12 +433,39 @@ func (r *runner) openLoop(ctx context.Context, ol OpenLoop) error {
 		return err
 	}
 	meter := &proc.Meter{PIDs: sd.pids}
+	var during *load.Histogram
+	var duringErr error
+	duringCtx, endDuring := context.WithCancel(ctx)
+	defer endDuring()
+	start := func() {
+		meter.Start()
+		if ol.During != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				during, duringErr = ol.During(duringCtx, r.s)
+			}()
+		}
+	}
+	end := func() {
+		meter.End()
+		endDuring()
+	}
 	res, err := load.Open(ctx, cl, req, ol.Rate, ol.inFlight(), load.Window{
-		Warmup: r.o.Warmup, Duration: r.o.Duration, OnStart: meter.Start, OnEnd: meter.End})
+		Warmup: r.o.Warmup, Duration: r.o.Duration, OnStart: start, OnEnd: end})
+	endDuring()
 	close(stopRSS)
 	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("open loop %s: %w", ol.Label(), err)
+	}
+	if duringErr != nil {
+		return fmt.Errorf("open loop %s: during: %w", ol.Label(), duringErr)
+	}
+	if during != nil {
+		d := during.Summary()
+		out.During = &d
+		r.logf("%s: open loop %s: end to end p50 %.2f p99 %.2f ms over %d markers", r.b.Name, ol.Label(), d.P50Ms, d.P99Ms, d.Count)
 	}
 	out.System = res
 	out.CPUUsPerOp = meter.PerOp(float64(res.OK) * float64(req.Ops()))
@@ -531,6 +558,13 @@ func (r *runner) evaluate() {
 		}
 		if ol.RSSMaxMB > 0 {
 			rep.check("rss MB at "+o.Label, fmt.Sprintf("≤ %g", ol.RSSMaxMB), o.RSSMaxMB, o.RSSMaxMB <= ol.RSSMaxMB)
+		}
+		if ol.DuringP99Max > 0 {
+			p99, ok := 0.0, o.During != nil && o.During.Count > 0
+			if ok {
+				p99 = o.During.P99Ms
+			}
+			rep.check("end-to-end p99 ms at "+o.Label, fmt.Sprintf("≤ %g", load.Ms(ol.DuringP99Max)), p99, ok && p99 <= load.Ms(ol.DuringP99Max))
 		}
 		bad := float64(o.System.Non2xx + o.System.Errors)
 		rate := 0.0

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sendstream/bench/load"
 )
 
 // The test binary doubles as the baseline child process.
@@ -28,7 +30,13 @@ func TestSelfTestRunsPairsAndWritesAReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &Benchmark{Name: "selftest", Doc: "test", SelfTest: true, Baselines: []string{"http-json"},
-		OpenLoop: []OpenLoop{{Rate: 500, NoBaseline: true, P99Max: 5 * time.Second}},
+		OpenLoop: []OpenLoop{{Rate: 500, NoBaseline: true, P99Max: 5 * time.Second, DuringP99Max: time.Second,
+			During: func(ctx context.Context, s *System) (*load.Histogram, error) {
+				h := load.NewHistogram()
+				<-ctx.Done() // runs until the measured window ends
+				h.Record(2 * time.Millisecond)
+				return h, nil
+			}}},
 		Targets:  Targets{MinRatio: 0.2}}
 	if err := b.validate(); err != nil {
 		t.Fatal(err)
@@ -51,7 +59,8 @@ func TestSelfTestRunsPairsAndWritesAReport(t *testing.T) {
 	if !strings.HasPrefix(strings.Join(sides, ","), "baseline,system,baseline,system") {
 		t.Fatalf("runs not alternating: %v", sides)
 	}
-	if len(rep.OpenLoop) != 1 || rep.OpenLoop[0].System.OK == 0 || rep.OpenLoop[0].RSSMaxMB <= 0 {
+	if len(rep.OpenLoop) != 1 || rep.OpenLoop[0].System.OK == 0 || rep.OpenLoop[0].RSSMaxMB <= 0 ||
+		rep.OpenLoop[0].During == nil || rep.OpenLoop[0].During.Count != 1 {
 		t.Fatalf("open loop %+v", rep.OpenLoop)
 	}
 	dir := t.TempDir()

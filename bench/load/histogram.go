@@ -187,3 +187,16 @@ func (h *Histogram) Summary() Summary {
 func Ms(d time.Duration) float64 {
 	return math.Round(float64(d)/1e3) / 1e3
 }
+
+// Buckets returns the non-empty buckets as [highest value in ns, count]
+// pairs, in increasing order: the raw distribution, for the JSON results.
+func (h *Histogram) Buckets() [][2]uint64 {
+	var out [][2]uint64
+	for i := range h.counts {
+		if c := atomic.LoadUint64(&h.counts[i]); c != 0 {
+			_, hi := bucketBounds(i)
+			out = append(out, [2]uint64{hi, c})
+		}
+	}
+	return out
+}

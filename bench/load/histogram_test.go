@@ -74,6 +74,10 @@ func TestMergeAndEmpty(t *testing.T) {
 	if a.Quantile(0.5) < time.Millisecond || a.Quantile(0.5) > time.Millisecond*1009/1000 {
 		t.Fatalf("merged median %v", a.Quantile(0.5))
 	}
+	bk := a.Buckets()
+	if len(bk) != 3 || bk[0][1] != 1 || bk[0][0] < 5000 || bk[2][0] < 3000000 {
+		t.Fatalf("buckets %v", bk)
+	}
 	a.Record(-time.Second)
 	if a.Min() != 0 {
 		t.Fatal("negative durations count as zero")

@@ -132,9 +132,12 @@ type Result struct {
 	Errors   uint64  `json:"errors"` // transport errors and timeouts
 	// RequestsPerSec counts 2xx answers only; OpsPerSec multiplies by
 	// OpsPerRequest.
-	RequestsPerSec float64        `json:"requestsPerSec"`
-	OpsPerSec      float64        `json:"opsPerSec"`
-	Latency        Summary        `json:"latency"`
+	RequestsPerSec float64 `json:"requestsPerSec"`
+	OpsPerSec      float64 `json:"opsPerSec"`
+	Latency        Summary `json:"latency"`
+	// LatencyBuckets is the raw latency distribution: [highest ns, count]
+	// of every non-empty histogram bucket.
+	LatencyBuckets [][2]uint64    `json:"latencyBuckets,omitempty"`
 	SendLag        *Summary       `json:"sendLag,omitempty"` // open loop: actual minus intended send time
 	Statuses       map[int]uint64 `json:"statuses,omitempty"`
 	FirstFailure   string         `json:"firstFailure,omitempty"`
@@ -188,6 +191,7 @@ func (r *Result) finish(req *Request, seconds float64, ok, non, errs uint64) {
 		r.OpsPerSec = r.RequestsPerSec * float64(req.Ops())
 	}
 	r.Latency = r.Hist.Summary()
+	r.LatencyBuckets = r.Hist.Buckets()
 }
 
 // padded keeps per-worker counters on separate cache lines.
