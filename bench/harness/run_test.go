@@ -37,7 +37,7 @@ func TestSelfTestRunsPairsAndWritesAReport(t *testing.T) {
 				h.Record(2 * time.Millisecond)
 				return h, nil
 			}}},
-		Targets:  Targets{MinRatio: 0.2}}
+		Targets: Targets{MinRatio: 0.2}}
 	if err := b.validate(); err != nil {
 		t.Fatal(err)
 	}
