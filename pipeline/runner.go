@@ -185,6 +185,9 @@ func GroupID(stage string) string { return "sendstream." + stage }
 // the outputs, commit the offsets of the handled envelopes. When Flush or a
 // publish still fails, nothing is committed and the reader is reopened, so
 // the batch is read again: at least once, never past an unfinished envelope.
+// Envelopes are handled one at a time per stage, so a retry holds the stage
+// (and keeps per-partition order); under sustained load outputs wait at
+// most FlushInterval for their batch to end.
 func Run(ctx context.Context, cfg RunConfig) error {
 	cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -250,6 +253,7 @@ func newStageRunner(cfg *RunConfig, reg Registered, st Stage) *stageRunner {
 		"sendstream_stage_deadlettered_total":    "Envelopes sent to the dead-letter topic.",
 		"sendstream_stage_lag":                   "Messages behind the partition high-water marks, as of the last batch.",
 		"sendstream_stage_flush_seconds":         "Duration of Flush calls.",
+		"sendstream_stage_flushes_total":         "Flush calls.",
 		"sendstream_stage_flush_failures_total":  "Flush calls that failed.",
 		"sendstream_stage_commits_total":         "Offset commits.",
 		"sendstream_stage_commit_failures_total": "Offset commits that failed (the batch will be read again).",
@@ -339,8 +343,10 @@ func (s *stageRunner) run(ctx context.Context) error {
 }
 
 type fetched struct {
-	m   kafka.Message
-	err error
+	m         kafka.Message
+	env       schemas.Envelope
+	decodeErr error
+	err       error
 }
 
 // batch is what was handled since the last commit.
@@ -378,20 +384,25 @@ func (s *stageRunner) consume(ctx context.Context) error {
 	defer stopDrainTimer()
 
 	// A fetcher goroutine lets the loop see whether a message is waiting
-	// without blocking, and wait for one or a flush deadline.
+	// without blocking, and wait for one or a flush deadline. It also
+	// decodes, in parallel with Handle.
 	fetchCtx, stopFetch := context.WithCancel(ctx)
 	ch := make(chan fetched, 256)
 	fetcherDone := make(chan struct{})
 	go func() {
 		defer close(fetcherDone)
 		for {
-			m, err := r.FetchMessage(fetchCtx)
+			var f fetched
+			f.m, f.err = r.FetchMessage(fetchCtx)
+			if f.err == nil {
+				f.decodeErr = json.Unmarshal(f.m.Value, &f.env)
+			}
 			select {
-			case ch <- fetched{m, err}:
+			case ch <- f:
 			case <-fetchCtx.Done():
 				return
 			}
-			if err != nil {
+			if f.err != nil {
 				return
 			}
 		}
@@ -453,7 +464,7 @@ func (s *stageRunner) consume(ctx context.Context) error {
 			return errors.Join(fmt.Errorf("fetch %s: %w", s.topic, f.err), s.complete(workCtx, r, b))
 		}
 
-		if err := s.handle(ctx, workCtx, b, f.m); err != nil {
+		if err := s.handle(ctx, workCtx, b, &f); err != nil {
 			// The envelope is unfinished: finish the batch before it, then
 			// stop (drain) or reopen so it is read again.
 			cerr := s.complete(workCtx, r, b)
@@ -474,9 +485,9 @@ func (s *stageRunner) consume(ctx context.Context) error {
 // handle processes one message into b: decode, Handle with retries, route
 // outputs, or dead-letter. It returns an error only when the message is not
 // finished (abandoned for drain, or the dead-letter publish failed).
-func (s *stageRunner) handle(ctx, workCtx context.Context, b *batch, m kafka.Message) error {
-	var env schemas.Envelope
-	if err := json.Unmarshal(m.Value, &env); err != nil {
+func (s *stageRunner) handle(ctx, workCtx context.Context, b *batch, f *fetched) error {
+	m, env := f.m, f.env
+	if err := f.decodeErr; err != nil {
 		if derr := s.deadLetter(workCtx, m, nil, Permanent(fmt.Errorf("decode envelope: %w", err)), 0); derr != nil {
 			return derr
 		}

@@ -30,6 +30,9 @@ type Stage interface {
 // The runner calls Flush before it publishes the batch's outputs and commits
 // its offsets; an error means nothing since the last successful Flush is
 // durable, so the runner retries and, failing that, re-reads the batch.
+// Handle then sees those envelopes again: a stage may keep or drop its
+// buffer after a failed Flush, but must not write an envelope twice (dedup
+// the buffer by env.ID, or write idempotently).
 type Flusher interface {
 	Flush(ctx context.Context) error
 }
