@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Files a broker keeps in its data directory.
@@ -99,6 +100,7 @@ func runBroker(args []string) error {
 	if err != nil {
 		return fmt.Errorf("broker: start kfake: %w", err)
 	}
+	persistAutoCreatedTopics(cluster)
 	addrs := cluster.ListenAddrs()
 	if len(addrs) != 1 {
 		cluster.Close()
@@ -116,6 +118,31 @@ func runBroker(args []string) error {
 	cluster.Close()
 	_ = os.Remove(filepath.Join(dir, brokerPIDFile))
 	return nil
+}
+
+// persistAutoCreatedTopics makes topic auto-creation durable. kfake creates
+// a topic that a metadata request asks for without writing topics.json (it
+// is saved only on a clean Close), so after a crash the topic, and with it
+// every record and committed offset in it, would be gone. This hook creates
+// such topics through Cluster.CreateTopic, which persists at once, before
+// kfake answers the request.
+func persistAutoCreatedTopics(c *kfake.Cluster) {
+	c.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		mr, ok := req.(*kmsg.MetadataRequest)
+		if !ok || !mr.AllowAutoTopicCreation {
+			return nil, nil, false
+		}
+		for _, t := range mr.Topics {
+			if t.Topic == nil || *t.Topic == "" {
+				continue
+			}
+			// Fails with TOPIC_ALREADY_EXISTS for known topics, at the cost
+			// of one trip through the cluster loop: metadata requests are rare.
+			_ = c.CreateTopic(*t.Topic, -1, nil)
+		}
+		return nil, nil, false
+	})
 }
 
 func parseKfakeLevel(s string) (kfake.LogLevel, error) {
@@ -162,10 +189,6 @@ func ensureBroker(ctx context.Context, dataDir string) (addr string, stop func()
 		return a, noop, nil
 	}
 
-	exe, err := os.Executable()
-	if err != nil {
-		return "", noop, fmt.Errorf("ensure broker: find own binary: %w", err)
-	}
 	listen := "127.0.0.1:0"
 	if b, err := os.ReadFile(filepath.Join(dir, brokerPortsFile)); err == nil {
 		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && portFree(p) {
@@ -179,11 +202,14 @@ func ensureBroker(ctx context.Context, dataDir string) (addr string, stop func()
 	defer logf.Close()
 	_ = os.Remove(filepath.Join(dir, brokerAddrFile))
 
-	cmd := exec.Command(exe, "broker", "--data-dir", dir, "--listen", listen)
+	cmd, err := brokerCommand(dir, listen)
+	if err != nil {
+		return "", noop, fmt.Errorf("ensure broker: %w", err)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return "", noop, fmt.Errorf("ensure broker: start %s broker: %w", exe, err)
+		return "", noop, fmt.Errorf("ensure broker: start %s: %w", cmd.Path, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -220,6 +246,15 @@ func ensureBroker(ctx context.Context, dataDir string) (addr string, stop func()
 		case <-tick.C:
 		}
 	}
+}
+
+// brokerCommand builds the command that runs a broker on dir; tests replace it.
+var brokerCommand = func(dir, listen string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own binary: %w", err)
+	}
+	return exec.Command(exe, "broker", "--data-dir", dir, "--listen", listen), nil
 }
 
 // runningBroker reports the address of a live broker in dir, if any.

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// The broker runs in a child process (this test binary re-executed), so
+// that the test can SIGKILL it like a crash.
+const brokerHelperEnv = "SENDSTREAM_TEST_BROKER_HELPER"
+
+func TestBrokerHelperProcess(t *testing.T) {
+	if os.Getenv(brokerHelperEnv) != "1" {
+		t.Skip("helper process for the broker tests, not a test by itself")
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	if err := runBroker(args); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func helperBrokerCmd(dir, listen string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokerHelperProcess$", "--",
+		"--data-dir", dir, "--listen", listen)
+	cmd.Env = append(os.Environ(), brokerHelperEnv+"=1")
+	return cmd
+}
+
+// startHelperBroker starts a broker process on dir and waits for its address.
+func startHelperBroker(t *testing.T, dir string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := helperBrokerCmd(dir, "127.0.0.1:0")
+	log, err := os.OpenFile(filepath.Join(dir+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	_ = os.Remove(filepath.Join(dir, brokerAddrFile))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+	})
+	ctx := context.Background()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if a, ok := readBrokerAddr(dir); ok && dialOK(ctx, a) {
+			return cmd, a
+		}
+	}
+	b, _ := os.ReadFile(dir + ".log")
+	t.Fatalf("broker did not start:\n%s", b)
+	return nil, ""
+}
+
+// TestBrokerPersistsAcrossSIGKILL produces with acks=all, commits a
+// consumer-group offset, SIGKILLs the broker and restarts it on the same
+// data dir: every acknowledged message and the committed offset survive,
+// and auto-created topics get the configured default of 4 partitions.
+func TestBrokerPersistsAcrossSIGKILL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "kafka")
+	cmd, addr := startHelperBroker(t, dir)
+
+	const topic, group, total, committed = "persist.v1", "persist-group", 200, 120
+	w := &kafka.Writer{
+		Addr:                   kafka.TCP(addr),
+		Topic:                  topic,
+		RequiredAcks:           kafka.RequireAll,
+		AllowAutoTopicCreation: true,
+		Balancer:               &kafka.Hash{},
+		BatchSize:              50,
+		BatchTimeout:           5 * time.Millisecond,
+	}
+	msgs := make([]kafka.Message, total)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Key: []byte(fmt.Sprintf("k%03d", i)), Value: []byte(fmt.Sprintf("v%03d", i))}
+	}
+	for attempt := 0; ; attempt++ { // the first write may race the topic's creation
+		err := w.WriteMessages(ctx, msgs...)
+		if err == nil {
+			break
+		}
+		if attempt == 20 {
+			t.Fatalf("produce: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	w.Close()
+
+	conn, err := kafka.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := conn.ReadPartitions(topic)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 4 {
+		t.Errorf("auto-created topic has %d partitions, want 4", len(parts))
+	}
+
+	seen := consumeGroup(ctx, t, addr, topic, group, committed, true)
+	if len(seen) != committed {
+		t.Fatalf("consumed %d before the crash, want %d", len(seen), committed)
+	}
+
+	// Crash.
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cmd.Process.Wait()
+
+	_, addr = startHelperBroker(t, dir)
+
+	// Every acknowledged message is still there.
+	all := map[string]string{}
+	for _, p := range parts {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: topic, Partition: p.ID, MaxWait: 100 * time.Millisecond})
+		last, err := lastOffset(ctx, addr, topic, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := int64(0); i < last; i++ {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				t.Fatalf("read partition %d after restart: %v", p.ID, err)
+			}
+			all[string(m.Key)] = string(m.Value)
+		}
+		r.Close()
+	}
+	if len(all) != total {
+		t.Fatalf("after SIGKILL and restart %d messages remain, want %d", len(all), total)
+	}
+	for _, m := range msgs {
+		if all[string(m.Key)] != string(m.Value) {
+			t.Fatalf("message %s = %q after restart, want %q", m.Key, all[string(m.Key)], m.Value)
+		}
+	}
+
+	// The group resumes after its committed offsets: exactly the rest arrive.
+	rest := consumeGroup(ctx, t, addr, topic, group, total-committed, false)
+	for k := range rest {
+		if seen[k] {
+			t.Errorf("message %s was committed before the crash but delivered again", k)
+		}
+	}
+	if len(rest)+len(seen) != total {
+		t.Errorf("after restart the group got %d new messages, want %d", len(rest), total-committed)
+	}
+}
+
+func lastOffset(ctx context.Context, addr, topic string, partition int) (int64, error) {
+	c, err := kafka.DialLeader(ctx, "tcp", addr, topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return c.ReadLastOffset()
+}
+
+// consumeGroup fetches n messages as member of group, committing each
+// (synchronously) when commit is set, then checks nothing more arrives
+// within a second when commit is unset.
+func consumeGroup(ctx context.Context, t *testing.T, addr, topic, group string, n int, commit bool) map[string]bool {
+	t.Helper()
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:           []string{addr},
+		Topic:             topic,
+		GroupID:           group,
+		StartOffset:       kafka.FirstOffset,
+		MaxWait:           100 * time.Millisecond,
+		HeartbeatInterval: 500 * time.Millisecond,
+		SessionTimeout:    6 * time.Second,
+		RebalanceTimeout:  5 * time.Second,
+	})
+	defer r.Close()
+	seen := map[string]bool{}
+	for len(seen) < n {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			t.Fatalf("fetch (%d of %d): %v", len(seen), n, err)
+		}
+		seen[string(m.Key)] = true
+		if commit {
+			if err := r.CommitMessages(ctx, m); err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+		}
+	}
+	if !commit {
+		c2, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if m, err := r.FetchMessage(c2); err == nil {
+			t.Errorf("unexpected extra message %s after the committed range", m.Key)
+		} else if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("fetch: %v", err)
+		}
+	}
+	return seen
+}
+
+// TestEnsureBrokerStartsAndReuses checks ensureBroker: it starts a broker in
+// its own process group when none runs, a second call reuses it (with a
+// no-op stop), and stop terminates it gracefully.
+func TestEnsureBrokerStartsAndReuses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	orig := brokerCommand
+	brokerCommand = func(dir, listen string) (*exec.Cmd, error) { return helperBrokerCmd(dir, listen), nil }
+	defer func() { brokerCommand = orig }()
+
+	data := t.TempDir()
+	addr, stop, err := ensureBroker(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidB, err := os.ReadFile(filepath.Join(data, "kafka", brokerPIDFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(strings.TrimSpace(string(pidB)), &pid)
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid == syscall.Getpgrp() {
+		t.Errorf("broker pgid = %d (err %v), want its own group, not ours (%d)", pgid, err, syscall.Getpgrp())
+	}
+
+	addr2, stop2, err := ensureBroker(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr2 != addr {
+		t.Errorf("second ensureBroker = %s, want the running %s", addr2, addr)
+	}
+	stop2()
+	if !dialOK(ctx, addr) {
+		t.Fatal("the reuse's stop stopped the broker")
+	}
+
+	stop()
+	if dialOK(ctx, addr) {
+		t.Fatal("broker still answers after stop")
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Fatal("broker process still alive after stop")
+	}
+	if _, err := os.Stat(filepath.Join(data, "kafka", brokerAddrFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("broker.addr left behind after a graceful stop: %v", err)
+	}
+}
+
+// TestBrokerRefusesSecondOnSameDataDir: two brokers on one log would corrupt it.
+func TestBrokerRefusesSecondOnSameDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "kafka")
+	startHelperBroker(t, dir)
+	out, err := helperBrokerCmd(dir, "127.0.0.1:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another broker is running") {
+		t.Fatalf("second broker on the same dir: err=%v out=%s", err, out)
+	}
+}
