@@ -551,3 +551,56 @@ func TestSelectStages(t *testing.T) {
 		t.Fatal("no names must select every stage")
 	}
 }
+
+func TestRunDrainAbandonsEnvelopeInRetry(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	st := newRecorder()
+	var failing atomic.Bool
+	failing.Store(true)
+	st.fail = func(env schemas.Envelope, n int) error {
+		if env.Key == "stuck" && failing.Load() {
+			return errors.New("provider timeout")
+		}
+		return nil
+	}
+	cfg := testRunConfig(brokers, p, registered("abandon", st))
+	cfg.MaxRetries = 100
+	cfg.BackoffBase = time.Hour // the retry waits until the drain
+	cfg.BackoffMax = time.Hour
+	stop := startRun(t, cfg)
+
+	ok := testEnv("fine", 1)
+	stuck := testEnv("stuck", 1)
+	ctx := context.Background()
+	if err := p.Publish(ctx, tIn, ok); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "fine envelope", 10*time.Second, func() bool { return st.times(ok.ID) == 1 })
+	waitFor(t, "its commit", 10*time.Second, func() bool { return totalCommitted(t, brokers, "abandon") == 1 })
+	if err := p.Publish(ctx, tIn, stuck); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "first failure", 10*time.Second, func() bool { return st.times(stuck.ID) == 1 })
+	began := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Fatalf("drain took %s with an envelope in retry backoff", d)
+	}
+	if n := totalCommitted(t, brokers, "abandon"); n != 1 {
+		t.Fatalf("committed %d: the abandoned envelope must not be committed", n)
+	}
+	if got := consumeFor(t, brokers, tPrefix+schemas.TopicDeadLetter, 500*time.Millisecond); len(got) != 0 {
+		t.Fatal("abandoned envelope was dead-lettered")
+	}
+	// The next run gets it again.
+	failing.Store(false)
+	cfg.BackoffBase, cfg.BackoffMax = time.Millisecond, time.Millisecond
+	startRun(t, cfg)
+	waitFor(t, "redelivery", 10*time.Second, func() bool { return st.times(stuck.ID) == 2 })
+	waitFor(t, "commit", 10*time.Second, func() bool { return totalCommitted(t, brokers, "abandon") == 2 })
+	if st.times(ok.ID) != 1 {
+		t.Fatalf("committed envelope handled %d times", st.times(ok.ID))
+	}
+}
