@@ -197,18 +197,20 @@ var (
 // cannot be had. Safe for concurrent use.
 func ForTest(t testing.TB) Env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	answering := func(e Env) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return e.Answering(ctx)
+	}
 	e, err := Load()
-	if err == nil && e.KafkaBrokers != "" && e.Answering(ctx) == nil {
-		return e
+	if err == nil && e.KafkaBrokers != "" {
+		if err = answering(e); err == nil {
+			return e
+		}
 	}
 	explicit := os.Getenv("SENDSTREAM_POSTGRES_URL") != "" && os.Getenv("SENDSTREAM_KAFKA_BROKERS") != ""
 	if explicit {
 		// Services named by the environment are not ours to start.
-		if err == nil {
-			err = e.Answering(ctx)
-		}
 		t.Fatalf("stack: the services named by SENDSTREAM_* do not answer: %v", err)
 	}
 	upOnce.Do(func() { upErr = runUp(e) })
@@ -222,7 +224,7 @@ func ForTest(t testing.TB) Env {
 	if e.KafkaBrokers == "" {
 		t.Fatalf("stack: after deploy/stack.sh up, no Kafka broker is known (see %s)", filepath.Join(e.DataDir, "stack.env"))
 	}
-	if err := e.Answering(ctx); err != nil {
+	if err := answering(e); err != nil {
 		t.Fatalf("stack: after deploy/stack.sh up: %v", err)
 	}
 	return e
