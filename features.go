@@ -2,6 +2,11 @@ package main
 
 import (
 	"sendstream/ingest"
+	"sendstream/ingest/contacts"
+	"sendstream/ingest/auth"
+	"sendstream/ingest/events"
+	"sendstream/ingest/ratelimit"
+	"sendstream/ingest/tracking"
 	"sendstream/pipeline"
 )
 
@@ -9,5 +14,20 @@ import (
 // ones the ingest server always has.
 func featureRoutes(cfg Config, res pipeline.Resources) []ingest.Route {
 	var routes []ingest.Route
+	// Contacts, lists, the hosted sign-up form and double opt-in. serve
+	// always sets cfg.Secret (SENDSTREAM_SECRET or a generated local one).
+	signer, err := contacts.NewSigner(cfg.Secret, 0)
+	if err != nil {
+		panic(err)
+	}
+	routes = append(routes, contacts.Routes(contacts.Deps{
+		Store: contacts.NewStore(res.Postgres), Signer: signer, SiteURL: cfg.SiteURL, Logger: res.Logger,
+	})...)
+	// Events and website tracking (ingest/events, ingest/tracking).
+	routes = append(routes, events.Routes(events.Deps{Store: events.NewStore(res.Postgres, events.StoreConfig{})})...)
+	routes = append(routes, tracking.Routes(tracking.Deps{
+		Auth:    auth.NewCache(auth.NewStore(res.Postgres), auth.CacheConfig{TTL: cfg.KeyCacheTTL}),
+		Limiter: ratelimit.New(res.Postgres, ratelimit.Options{}),
+	})...)
 	return routes
 }

@@ -30,11 +30,11 @@ type Signer struct {
 // DefaultTokenTTL is how long a confirmation link works.
 const DefaultTokenTTL = 7 * 24 * time.Hour
 
-// NewSigner returns a Signer for secret (at least 16 bytes) whose tokens
-// expire after ttl (DefaultTokenTTL when 0).
+// NewSigner returns a Signer for secret (non-empty; use 32 or more random
+// characters) whose tokens expire after ttl (DefaultTokenTTL when 0).
 func NewSigner(secret string, ttl time.Duration) (*Signer, error) {
-	if len(secret) < 16 {
-		return nil, errors.New("confirmation signer: the server secret must have at least 16 characters")
+	if secret == "" {
+		return nil, errors.New("confirmation signer: the server secret is empty (set SENDSTREAM_SECRET)")
 	}
 	if ttl <= 0 {
 		ttl = DefaultTokenTTL
