@@ -2,8 +2,8 @@ package main
 
 import (
 	"sendstream/ingest"
-	"sendstream/ingest/contacts"
 	"sendstream/ingest/auth"
+	"sendstream/ingest/contacts"
 	"sendstream/ingest/events"
 	"sendstream/ingest/ratelimit"
 	"sendstream/ingest/tracking"
