@@ -84,6 +84,8 @@ cmd_install() {
 	command -v flock >/dev/null 2>&1 || pkgs+=(util-linux)
 	command -v setsid >/dev/null 2>&1 || pkgs+=(util-linux)
 	command -v curl >/dev/null 2>&1 || pkgs+=(curl)
+	# Headless browser for the track.js test (ingest/tracking drives it over the DevTools pipe).
+	command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
 	((${#pkgs[@]})) || return 0
 	local sudo=()
 	[[ $(id -u) -eq 0 ]] || sudo=(sudo)

@@ -1,0 +1,197 @@
+// Package analytics is the stage that writes recorded events and goals to
+// ClickHouse for analysis: it reads event.recorded.v1 envelopes from the
+// events topic, buffers one row per event and inserts each buffer in one
+// batch when the runner flushes (at 10,000 envelopes or once a second, the
+// rate ClickHouse likes).
+//
+// Exactly once for readers: delivery is at least once, and a redelivered
+// or republished event carries the same id. The buffer keeps one row per id,
+// the events table is a ReplacingMergeTree whose copies collapse at merge
+// time, and every query reads through LIMIT 1 BY id (ingest/events/README.md),
+// so a copy that is not merged yet is never counted twice.
+package analytics
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sendstream/pipeline"
+	"sendstream/schemas"
+)
+
+// Name is the stage's registered name (and so its consumer group's).
+const Name = "analytics"
+
+//go:embed insert.sql
+var insertSQL string
+
+func init() {
+	pipeline.Register(pipeline.Spec[Config]{
+		Name:     Name,
+		Consumes: schemas.TopicEvents,
+		Defaults: Config{},
+		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
+			return New(ctx, r, cfg)
+		},
+	})
+}
+
+// Config configures the stage. The zero value is the default.
+type Config struct {
+	// Breaker tunes the circuit breaker around ClickHouse inserts.
+	Breaker pipeline.BreakerConfig
+}
+
+// Stage buffers event rows in Handle and inserts them in Flush. The runner
+// calls Handle, Flush and Close from one goroutine; a mutex guards the
+// buffer regardless.
+type Stage struct {
+	conn    driver.Conn
+	breaker *pipeline.Breaker
+
+	mu   sync.Mutex
+	rows []row
+	seen map[string]int // event id -> index in rows
+}
+
+var (
+	_ pipeline.Stage   = (*Stage)(nil)
+	_ pipeline.Flusher = (*Stage)(nil)
+)
+
+// New builds the stage on r.ClickHouse (required).
+func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) {
+	if r.ClickHouse == nil {
+		return nil, errors.New("analytics: needs ClickHouse")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("analytics: build: %w", err)
+	}
+	return &Stage{conn: r.ClickHouse, breaker: cfg.Breaker.New("clickhouse_events"), seen: map[string]int{}}, nil
+}
+
+// row is one events row, in the column order of insert.sql.
+type row struct {
+	id, workspace, event, contactID, emailHash, goalType string
+	value                                                float64
+	hasValue                                             uint8
+	currency, externalID, source                         string
+	occurredAt, receivedAt                               time.Time
+	properties                                           string
+}
+
+// Handle decodes one event.recorded.v1 envelope and buffers its row;
+// nothing is written until Flush. Other envelope types on the topic are
+// ignored. A redelivery of an event still in the buffer is dropped (the
+// first copy wins, as in every other stage). A malformed envelope is a
+// pipeline.Permanent error.
+func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	if env.Type != schemas.TypeEventRecorded {
+		return nil, nil
+	}
+	r, err := decode(env)
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.seen[r.id]; ok {
+		return nil, nil
+	}
+	s.seen[r.id] = len(s.rows)
+	s.rows = append(s.rows, r)
+	return nil, nil
+}
+
+// DateTime in ClickHouse is seconds since the epoch in a UInt32.
+var (
+	minDateTime = time.Unix(1, 0)
+	maxDateTime = time.Unix(1<<32-1, 0)
+)
+
+// decode turns an envelope into a row, or explains why it cannot.
+func decode(env schemas.Envelope) (row, error) {
+	if env.ID == "" || env.Workspace == "" {
+		return row{}, fmt.Errorf("analytics: envelope %q: missing id or workspace", env.ID)
+	}
+	var p schemas.EventPayload
+	if err := json.Unmarshal(env.Payload, &p); err != nil {
+		return row{}, fmt.Errorf("analytics: envelope %s: decode payload: %w", env.ID, err)
+	}
+	if p.Event == "" {
+		return row{}, fmt.Errorf("analytics: envelope %s: no event name", env.ID)
+	}
+	for _, t := range []time.Time{p.OccurredAt, p.ReceivedAt} {
+		if t.Before(minDateTime) || t.After(maxDateTime) {
+			return row{}, fmt.Errorf("analytics: envelope %s: time %s out of range", env.ID, t)
+		}
+	}
+	r := row{
+		id: env.ID, workspace: env.Workspace, event: p.Event, contactID: p.ContactID,
+		goalType: p.GoalType, currency: p.Currency, externalID: p.ExternalID, source: p.Source,
+		occurredAt: p.OccurredAt.UTC(), receivedAt: p.ReceivedAt.UTC(), properties: string(p.Properties),
+	}
+	if p.Email != "" {
+		h := sha256.Sum256([]byte(p.Email))
+		r.emailHash = hex.EncodeToString(h[:])
+	}
+	if p.Value != "" {
+		v, err := strconv.ParseFloat(p.Value, 64)
+		if err != nil {
+			return row{}, fmt.Errorf("analytics: envelope %s: value %q: %w", env.ID, p.Value, err)
+		}
+		r.value, r.hasValue = v, 1
+	}
+	return r, nil
+}
+
+// Flush inserts every buffered row in one batch insert and empties the
+// buffer only when the insert succeeded. On error the rows stay buffered
+// and the runner does not commit; a later Flush retries them.
+func (s *Stage) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.rows) == 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	err := s.breaker.Do(ctx, func(ctx context.Context) error { return insert(ctx, s.conn, s.rows, now) })
+	if err != nil {
+		return fmt.Errorf("analytics: insert %d rows: %w", len(s.rows), err)
+	}
+	clear(s.rows)
+	s.rows = s.rows[:0]
+	clear(s.seen)
+	return nil
+}
+
+// insert writes rows in one native batch insert naming every column.
+func insert(ctx context.Context, conn driver.Conn, rows []row, now time.Time) error {
+	batch, err := conn.PrepareBatch(ctx, insertSQL)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer batch.Close()
+	for i := range rows {
+		r := &rows[i]
+		err := batch.Append(r.id, r.workspace, r.event, r.contactID, r.emailHash, r.goalType, r.value, r.hasValue,
+			r.currency, r.externalID, r.source, r.occurredAt, r.receivedAt, r.properties, now)
+		if err != nil {
+			return fmt.Errorf("append %s: %w", r.id, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+// Package goals is the stage that applies what a recorded event tells about
+// its contact (spec 4.6): it reads event.recorded.v1 envelopes from the
+// events topic and, for events that matched a contact,
+//
+//   - keeps the contact's activity in Postgres (contact_activity): the
+//     last-activity time, and for goals the lifetime value (refunds
+//     negative), the purchase count, the refund count and the last purchase
+//     time, which goal-based segment rules read;
+//   - publishes EVENT_RECORDED (webhook.event_recorded.v1) to the webhooks
+//     topic;
+//   - publishes the "event name matched" hand-off
+//     (contact.event_matched.v1) to the contacts topic, which journey
+//     matching consumes to start journeys listening for the name.
+//
+// Events without a contact have no effect here.
+//
+// Exactly once: the stage deduplicates by envelope id. Buffered events are
+// applied in Flush by one statement that records each goal's id in
+// event_ledger and adds only goals the ledger did not hold, in the same
+// transaction; the last-activity time is a maximum, idempotent by nature.
+// A redelivered or republished event therefore changes nothing twice. The
+// published envelopes get ChildID ids, so a replay republishes the same ids
+// and consumers (webhook delivery, journey matching) deduplicate them.
+package goals
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"sendstream/pipeline"
+	"sendstream/schemas"
+)
+
+// Name is the stage's registered name (and so its consumer group's).
+const Name = "goals"
+
+//go:embed apply.sql
+var applySQL string
+
+func init() {
+	pipeline.Register(pipeline.Spec[Config]{
+		Name:     Name,
+		Consumes: schemas.TopicEvents,
+		Produces: []string{schemas.TopicWebhooks, schemas.TopicContacts},
+		Route:    Route,
+		Defaults: Config{},
+		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
+			return New(ctx, r, cfg)
+		},
+	})
+}
+
+// Route sends EVENT_RECORDED to the webhooks topic and the journey
+// hand-off to the contacts topic.
+func Route(out schemas.Envelope) string {
+	if out.Type == schemas.TypeEventMatched {
+		return schemas.TopicContacts
+	}
+	return schemas.TopicWebhooks
+}
+
+// Config configures the stage. The zero value is the default.
+type Config struct {
+	// Breaker tunes the circuit breaker around Postgres.
+	Breaker pipeline.BreakerConfig
+}
+
+// Stage buffers matched events in Handle and applies them in Flush. The
+// runner calls Handle and Flush from one goroutine; a mutex guards the
+// buffer regardless.
+type Stage struct {
+	pg      *pgxpool.Pool
+	breaker *pipeline.Breaker
+
+	mu   sync.Mutex
+	buf  cols
+	seen map[string]struct{}
+}
+
+// cols are the buffered events as the columns apply.sql takes.
+type cols struct {
+	ids, ws, contacts, goals, values []string
+	at                               []time.Time
+}
+
+func (c *cols) reset() {
+	c.ids, c.ws, c.contacts, c.goals, c.values = c.ids[:0], c.ws[:0], c.contacts[:0], c.goals[:0], c.values[:0]
+	c.at = c.at[:0]
+}
+
+var (
+	_ pipeline.Stage   = (*Stage)(nil)
+	_ pipeline.Flusher = (*Stage)(nil)
+)
+
+// New builds the stage on r.Postgres (required).
+func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) {
+	if r.Postgres == nil {
+		return nil, errors.New("goals: needs Postgres")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("goals: build: %w", err)
+	}
+	return &Stage{pg: r.Postgres, breaker: cfg.Breaker.New("postgres_goals"), seen: map[string]struct{}{}}, nil
+}
+
+// Handle buffers a matched event.recorded.v1 envelope and returns its
+// EVENT_RECORDED webhook and journey hand-off envelopes (published by the
+// runner after Flush). Unmatched events and other types are ignored. A
+// malformed envelope is a pipeline.Permanent error.
+func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	if env.Type != schemas.TypeEventRecorded {
+		return nil, nil
+	}
+	var p schemas.EventPayload
+	if err := json.Unmarshal(env.Payload, &p); err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("goals: envelope %s: decode payload: %w", env.ID, err))
+	}
+	if p.ContactID == "" {
+		return nil, nil
+	}
+	if env.ID == "" || env.Workspace == "" || p.Event == "" {
+		return nil, pipeline.Permanent(fmt.Errorf("goals: envelope %q: missing id, workspace or event", env.ID))
+	}
+	if p.Value != "" && !json.Valid([]byte(p.Value)) {
+		return nil, pipeline.Permanent(fmt.Errorf("goals: envelope %s: value %q is not a number", env.ID, p.Value))
+	}
+	s.mu.Lock()
+	if _, dup := s.seen[env.ID]; !dup {
+		s.seen[env.ID] = struct{}{}
+		b := &s.buf
+		b.ids = append(b.ids, env.ID)
+		b.ws = append(b.ws, env.Workspace)
+		b.contacts = append(b.contacts, p.ContactID)
+		b.goals = append(b.goals, p.GoalType)
+		b.values = append(b.values, p.Value)
+		b.at = append(b.at, p.OccurredAt.UTC())
+	}
+	s.mu.Unlock()
+	return outputs(env, &p)
+}
+
+// outputs are the envelopes a matched event produces.
+func outputs(env schemas.Envelope, p *schemas.EventPayload) ([]schemas.Envelope, error) {
+	key := env.Workspace + ":" + p.ContactID
+	data, err := json.Marshal(schemas.EventRecordedData{
+		EventID: env.ID, Event: p.Event, ContactID: p.ContactID, Email: p.Email, GoalType: p.GoalType,
+		Value: json.Number(p.Value), Currency: p.Currency, ExternalID: p.ExternalID,
+		OccurredAt: p.OccurredAt, Properties: p.Properties,
+	})
+	if err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("goals: envelope %s: encode webhook data: %w", env.ID, err))
+	}
+	return []schemas.Envelope{
+		{
+			ID: schemas.ChildID(env.ID, schemas.TypeWebhookEventRecorded, 0), Workspace: env.Workspace,
+			Type: schemas.TypeWebhookEventRecorded, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
+			Traceparent: env.Traceparent, Payload: data,
+		},
+		{
+			ID: schemas.ChildID(env.ID, schemas.TypeEventMatched, 0), Workspace: env.Workspace,
+			Type: schemas.TypeEventMatched, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
+			Traceparent: env.Traceparent, Payload: env.Payload,
+		},
+	}, nil
+}
+
+// Flush applies every buffered event in one statement and empties the
+// buffer only when it committed. On error the events stay buffered and the
+// runner does not commit; a later Flush retries them (the ledger makes the
+// retry safe even if the failed attempt did commit).
+func (s *Stage) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := &s.buf
+	if len(b.ids) == 0 {
+		return nil
+	}
+	err := s.breaker.Do(ctx, func(ctx context.Context) error {
+		_, err := s.pg.Exec(ctx, applySQL, b.ids, b.ws, b.contacts, b.goals, b.values, b.at)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("goals: apply %d events: %w", len(b.ids), err)
+	}
+	b.reset()
+	clear(s.seen)
+	return nil
+}
