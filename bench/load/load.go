@@ -39,6 +39,10 @@ type Request struct {
 	// uses it (the counter lives in the Request), so bodies may carry unique
 	// ids. It is called concurrently and must not allocate much.
 	Vary func(dst []byte, n uint64) []byte
+	// VaryURL, when set, appends the absolute URL of the n-th request to
+	// dst (GETs over many pages or keys); n is shared with Vary. URL still
+	// names the host:port to connect to.
+	VaryURL func(dst []byte, n uint64) []byte
 
 	seq atomic.Uint64
 }
@@ -68,6 +72,7 @@ type worker struct {
 	req  *fasthttp.Request
 	resp *fasthttp.Response
 	body []byte
+	url  []byte
 }
 
 // newWorker builds the fixed part of the request once.
@@ -87,13 +92,20 @@ func (r *Request) newWorker() *worker {
 	return w
 }
 
-// prepare sets the varying body, if any.
+// prepare sets the varying body and URL, if any.
 func (r *Request) prepare(w *worker) {
-	if r.Vary == nil {
+	if r.Vary == nil && r.VaryURL == nil {
 		return
 	}
-	w.body = r.Vary(w.body[:0], r.seq.Add(1)-1)
-	w.req.SetBodyRaw(w.body)
+	n := r.seq.Add(1) - 1
+	if r.Vary != nil {
+		w.body = r.Vary(w.body[:0], n)
+		w.req.SetBodyRaw(w.body)
+	}
+	if r.VaryURL != nil {
+		w.url = r.VaryURL(w.url[:0], n)
+		w.req.SetRequestURIBytes(w.url)
+	}
 }
 
 func (w *worker) release() {
