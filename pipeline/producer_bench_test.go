@@ -34,7 +34,7 @@ func run64(b *testing.B, op func(i int) error) {
 	per := b.N / callers
 	rem := b.N % callers
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for c := 0; c < callers; c++ {
 		n := per
 		if c < rem {
@@ -54,6 +54,7 @@ func run64(b *testing.B, op func(i int) error) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/msg")
 }
 
 // BenchmarkPublish64: 64 concurrent callers × 1 envelope per Publish,
