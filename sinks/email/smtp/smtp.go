@@ -133,7 +133,8 @@ func (c *Config) withDefaults() {
 
 // ParseURL reads smtp://[user[:pass]@]host[:port][?tls=…&pool=N&helo=name&insecure=1]
 // or smtps://… (implicit TLS, default port 465). The default port of smtp://
-// is 25. insecure=1 skips certificate verification (local relays only).
+// is 25. insecure=1 skips certificate verification (local relays only);
+// breaker_failures=N and breaker_open=10s tune the circuit breaker.
 func ParseURL(raw string) (Config, error) {
 	var c Config
 	u, err := url.Parse(raw)
@@ -170,6 +171,22 @@ func ParseURL(raw string) (Config, error) {
 		}
 	}
 	c.Helo = q.Get("helo")
+	if v := q.Get("breaker_open"); v != "" || q.Get("breaker_failures") != "" {
+		bc := pipeline.BreakerConfig{}
+		if v != "" {
+			if bc.OpenFor, err = time.ParseDuration(v); err != nil {
+				return c, fmt.Errorf("smtp url: breaker_open %q: %w", v, err)
+			}
+		}
+		if v := q.Get("breaker_failures"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return c, fmt.Errorf("smtp url: breaker_failures %q: want a positive number", v)
+			}
+			bc.ConsecutiveFailures = uint32(n)
+		}
+		c.Breaker = bc.New("smtp " + c.Addr)
+	}
 	c.TLSConfig = &tls.Config{ServerName: host, InsecureSkipVerify: q.Get("insecure") == "1"} //nolint:gosec // opt-in for local relays
 	return c, c.Validate()
 }

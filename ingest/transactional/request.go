@@ -1,0 +1,359 @@
+package transactional
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"path"
+	"strings"
+
+	"sendstream/ingest/contacts"
+	"sendstream/schemas"
+	"sendstream/sinks/email/render"
+)
+
+// Limits of spec 8.2 and the ones the spec does not show (documented in the
+// OpenAPI fragment).
+const (
+	MaxDataBytes       = 256 << 10 // data, as sent
+	MaxDataDepth       = 32        // nesting levels of data
+	MaxAttachments     = 20
+	MaxAttachmentBytes = 3 << 20  // decoded, each
+	MaxAttachmentTotal = 10 << 20 // decoded, all
+	MaxCopies          = 10       // cc and bcc each
+	MaxExternalID      = 255
+	MaxSubject         = 998
+	MaxTextField       = 255 // language, sendPolicy, contact fields, filenames
+)
+
+// codeValidation is the code of 400 answers naming failing fields (the
+// same as the contacts endpoints').
+const codeValidation = "validation_error"
+
+// sendRequest is a decoded, validated body of send or validate.
+type sendRequest struct {
+	To          string
+	Subject     string
+	TemplateID  string
+	HTMLContent string
+	HasHTML     bool
+	Data        map[string]any
+	DataRaw     json.RawMessage
+	ExternalID  string
+	Strict      bool
+	Contact     *contactInput
+	Language    string
+	SendPolicy  string
+	Attachments []schemas.Attachment
+	Cc, Bcc     []string
+	ReplyTo     string
+	FromEmail   string
+}
+
+// contactInput is the `contact` object of a send.
+type contactInput struct {
+	FirstName, Country, Language *string
+	CustomFields                 map[string]json.RawMessage
+}
+
+// fieldErrs collects failing fields and their messages.
+type fieldErrs struct {
+	fields []string
+	msgs   []string
+}
+
+func (e *fieldErrs) add(field, msg string) {
+	e.fields = append(e.fields, field)
+	e.msgs = append(e.msgs, field+" "+msg)
+}
+
+func (e *fieldErrs) empty() bool { return len(e.fields) == 0 }
+
+func (e *fieldErrs) message() string {
+	return "Invalid input: " + strings.Join(e.msgs, "; ")
+}
+
+// parseSend decodes and checks a send-shaped body. errs lists every failing
+// field; the request is usable only when errs is empty.
+func parseSend(body []byte) (*sendRequest, *fieldErrs) {
+	errs := &fieldErrs{}
+	body = bytes.TrimSpace(body)
+	var m map[string]json.RawMessage
+	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &m) != nil {
+		errs.add("body", "must be a JSON object")
+		return nil, errs
+	}
+	r := &sendRequest{}
+	r.To = emailField(m, "to", true, errs)
+	r.Subject = str(m, "subject", MaxSubject, errs)
+	r.TemplateID = str(m, "templateId", MaxTextField, errs)
+	if raw, ok := m["htmlContent"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &r.HTMLContent) != nil {
+			errs.add("htmlContent", "must be a string")
+		} else {
+			r.HasHTML = true
+		}
+	}
+	if !r.HasHTML && r.TemplateID == "" {
+		errs.add("templateId", "or htmlContent is required")
+	}
+	if r.HasHTML && strings.TrimSpace(r.Subject) == "" {
+		errs.add("subject", "is required")
+	}
+	if raw, ok := m["data"]; ok && !isNull(raw) {
+		switch {
+		case len(raw) > MaxDataBytes:
+			errs.add("data", fmt.Sprintf("must be at most %d KB", MaxDataBytes>>10))
+		case bytes.TrimSpace(raw)[0] != '{':
+			errs.add("data", "must be an object")
+		default:
+			d, depth, err := render.DecodeData(raw)
+			switch {
+			case err != nil:
+				errs.add("data", "must be an object")
+			case depth > MaxDataDepth:
+				errs.add("data", fmt.Sprintf("must be nested at most %d levels deep", MaxDataDepth))
+			default:
+				r.Data, r.DataRaw = d, raw
+			}
+		}
+	}
+	r.ExternalID = str(m, "externalId", MaxExternalID, errs)
+	if raw, ok := m["externalId"]; ok && !isNull(raw) && r.ExternalID == "" && !hasField(errs, "externalId") {
+		errs.add("externalId", "must not be empty")
+	}
+	if raw, ok := m["strict"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &r.Strict) != nil {
+			errs.add("strict", "must be a boolean")
+		}
+	}
+	r.Language = str(m, "language", MaxTextField, errs)
+	r.SendPolicy = str(m, "sendPolicy", MaxTextField, errs)
+	r.ReplyTo = emailField(m, "replyTo", false, errs)
+	r.FromEmail = emailField(m, "fromEmail", false, errs)
+	r.Cc = addresses(m, "cc", errs)
+	r.Bcc = addresses(m, "bcc", errs)
+	r.Contact = contactField(m, r.To, errs)
+	r.Attachments = attachments(m, errs)
+	return r, errs
+}
+
+func hasField(e *fieldErrs, f string) bool {
+	for _, x := range e.fields {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func isNull(raw json.RawMessage) bool {
+	return raw == nil || string(bytes.TrimSpace(raw)) == "null"
+}
+
+// str reads an optional string of at most max bytes.
+func str(m map[string]json.RawMessage, name string, max int, errs *fieldErrs) string {
+	raw, ok := m[name]
+	if !ok || isNull(raw) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		errs.add(name, "must be a string")
+		return ""
+	}
+	if len(s) > max {
+		errs.add(name, fmt.Sprintf("must be at most %d characters", max))
+		return ""
+	}
+	return s
+}
+
+// emailField reads an address, normalized (trimmed, lower-cased).
+func emailField(m map[string]json.RawMessage, name string, required bool, errs *fieldErrs) string {
+	raw, ok := m[name]
+	if !ok || isNull(raw) {
+		if required {
+			errs.add(name, "is required")
+		}
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		errs.add(name, "must be a string")
+		return ""
+	}
+	e, err := contacts.NormalizeEmail(s)
+	if err != nil {
+		errs.add(name, err.Error())
+		return ""
+	}
+	return e
+}
+
+// addresses reads cc or bcc: one address or an array of at most
+// MaxCopies, normalized and without duplicates.
+func addresses(m map[string]json.RawMessage, name string, errs *fieldErrs) []string {
+	raw, ok := m[name]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var list []string
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		list = []string{one}
+	} else if json.Unmarshal(raw, &list) != nil {
+		errs.add(name, "must be an address or an array of addresses")
+		return nil
+	}
+	if len(list) > MaxCopies {
+		errs.add(name, fmt.Sprintf("must hold at most %d addresses", MaxCopies))
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i, a := range list {
+		e, err := contacts.NormalizeEmail(a)
+		if err != nil {
+			errs.add(fmt.Sprintf("%s[%d]", name, i), err.Error())
+			continue
+		}
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// contactField reads the `contact` object; its email, when given, must be
+// the recipient.
+func contactField(m map[string]json.RawMessage, to string, errs *fieldErrs) *contactInput {
+	raw, ok := m["contact"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var c map[string]json.RawMessage
+	if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &c) != nil {
+		errs.add("contact", "must be an object")
+		return nil
+	}
+	out := &contactInput{}
+	if _, ok := c["email"]; ok {
+		e := emailField(c, "email", false, &fieldErrs{})
+		if e == "" || (to != "" && e != to) {
+			errs.add("contact.email", "must be the recipient's address (to) when given")
+		}
+	}
+	opt := func(name string) *string {
+		raw, ok := c[name]
+		if !ok || isNull(raw) {
+			return nil
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			errs.add("contact."+name, "must be a string")
+			return nil
+		}
+		if len(s) > MaxTextField {
+			errs.add("contact."+name, fmt.Sprintf("must be at most %d characters", MaxTextField))
+			return nil
+		}
+		return &s
+	}
+	out.FirstName = opt("firstName")
+	out.Country = opt("country")
+	out.Language = opt("language")
+	if raw, ok := c["customFields"]; ok && !isNull(raw) {
+		if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &out.CustomFields) != nil {
+			errs.add("contact.customFields", "must be an object")
+		}
+	}
+	return out
+}
+
+// attachments reads and decodes the attachments array.
+func attachments(m map[string]json.RawMessage, errs *fieldErrs) []schemas.Attachment {
+	raw, ok := m["attachments"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var list []map[string]json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		errs.add("attachments", "must be an array of objects")
+		return nil
+	}
+	if len(list) > MaxAttachments {
+		errs.add("attachments", fmt.Sprintf("must hold at most %d files", MaxAttachments))
+		return nil
+	}
+	var out []schemas.Attachment
+	total := 0
+	cids := map[string]bool{}
+	for i, a := range list {
+		f := func(name string) string { return fmt.Sprintf("attachments[%d].%s", i, name) }
+		sub := &fieldErrs{}
+		name := str(a, "filename", MaxTextField, sub)
+		ctype := str(a, "contentType", MaxTextField, sub)
+		cid := str(a, "contentId", MaxTextField, sub)
+		content := str(a, "content", 1<<30, sub)
+		for j := range sub.fields {
+			errs.add("attachments["+fmt.Sprint(i)+"]."+sub.fields[j], strings.TrimPrefix(sub.msgs[j], sub.fields[j]+" "))
+		}
+		if strings.TrimSpace(name) == "" && !hasField(sub, "filename") {
+			errs.add(f("filename"), "is required")
+		}
+		if strings.ContainsAny(name, "/\\\r\n\x00") {
+			errs.add(f("filename"), "must be a plain file name")
+		}
+		if ctype != "" {
+			if _, _, err := mime.ParseMediaType(ctype); err != nil {
+				errs.add(f("contentType"), "must be a media type such as image/png")
+			}
+		}
+		if cid != "" {
+			if strings.ContainsAny(cid, "<>\r\n \"") {
+				errs.add(f("contentId"), "must not contain spaces, quotes or angle brackets")
+			} else if cids[cid] {
+				errs.add(f("contentId"), "must be unique")
+			}
+			cids[cid] = true
+		}
+		if content == "" && !hasField(sub, "content") {
+			errs.add(f("content"), "is required (base64)")
+			continue
+		}
+		data, err := base64.StdEncoding.DecodeString(strings.Map(dropSpace, content))
+		if err != nil {
+			errs.add(f("content"), "must be valid base64")
+			continue
+		}
+		if len(data) > MaxAttachmentBytes {
+			errs.add(f("content"), fmt.Sprintf("must decode to at most %d MB", MaxAttachmentBytes>>20))
+			continue
+		}
+		total += len(data)
+		if ctype == "" {
+			ctype = mime.TypeByExtension(path.Ext(name))
+		}
+		if ctype == "" {
+			ctype = "application/octet-stream"
+		}
+		out = append(out, schemas.Attachment{Filename: name, ContentType: ctype, ContentID: cid, Content: data})
+	}
+	if total > MaxAttachmentTotal {
+		errs.add("attachments", fmt.Sprintf("must total at most %d MB decoded", MaxAttachmentTotal>>20))
+		return nil
+	}
+	return out
+}
+
+func dropSpace(r rune) rune {
+	switch r {
+	case ' ', '\n', '\r', '\t':
+		return -1
+	}
+	return r
+}

@@ -1,0 +1,687 @@
+package transactional
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"sendstream/ingest/contacts"
+	"sendstream/schemas"
+	"sendstream/sinks/email"
+	"sendstream/sinks/email/render"
+)
+
+// Codes of transactional refusals (spec 7.2; the ones the spec does not
+// name are Sendstream's).
+const (
+	CodeTemplateError     = "TEMPLATE_ERROR"
+	CodeMissingVariables  = "MISSING_VARIABLES"
+	CodeSuppressed        = "RECIPIENT_SUPPRESSED"
+	CodeMarketingContact  = "MARKETING_NEEDS_CONTACT"
+	CodePolicyNotFound    = "SEND_POLICY_NOT_FOUND"
+	CodeSenderNotAllowed  = "SENDER_DOMAIN_NOT_ALLOWED"
+	CodeTemplateNotFound  = "template_not_found"
+	CodeMessageNotFound   = "not_found"
+	CodeInvalidCursor     = "invalid_cursor"
+	CodeInvalidParameters = codeValidation
+)
+
+// spillThreshold is the encoded payload size above which the payload is
+// stored in Postgres and the envelope carries a reference (the broker takes
+// messages of at most about 1 MB).
+const spillThreshold = 900 << 10
+
+// refusal is an answer a send gives instead of accepting: the status, code
+// and message of the error body, plus missing variables.
+type refusal struct {
+	Status  int      `json:"status"`
+	Code    string   `json:"code"`
+	Error   string   `json:"error"`
+	Missing []string `json:"missing,omitempty"`
+	Fields  []string `json:"fields,omitempty"`
+}
+
+// prepared is a send decided up to the point of storing it.
+type prepared struct {
+	ws       string
+	wsName   string
+	req      *sendRequest
+	look     Lookup
+	policy   Policy
+	from     schemas.Address
+	tpl      *Template
+	language string
+	src      render.Source
+	compiled *render.Compiled
+	bindings render.Bindings
+	contact  *schemas.RecipientContact
+	custom   map[string]any // validated custom field patch of the contact object
+	cc, bcc  []string
+
+	variables, unresolved, warnings []string
+	refusals                        []refusal
+	out                             *render.Output // the rendered message, when rendering succeeded
+}
+
+func (p *prepared) refuse(status int, code, msg string) {
+	p.refusals = append(p.refusals, refusal{Status: status, Code: code, Error: msg})
+}
+
+// service is the transactional domain: deciding, storing and publishing
+// sends; the handlers call it.
+type service struct {
+	store    *Store
+	contacts *contacts.Store
+	engine   *render.Engine
+	defFrom  string
+
+	tplMu sync.Mutex
+	tpls  map[string]*Template // by id; replaced when the stored version moves
+}
+
+// errInternal wraps failures of the stores (answered 500).
+type errInternal struct{ err error }
+
+func (e errInternal) Error() string { return e.err.Error() }
+func (e errInternal) Unwrap() error { return e.err }
+
+// prepare decides a send: lookups, policy, template, sender, suppression,
+// contact, rendering check and variables. Refusals are collected in order
+// of precedence; a send answers the first, validate lists them all.
+func (s *service) prepare(ctx context.Context, ws, wsName string, req *sendRequest) (*prepared, error) {
+	p := &prepared{ws: ws, wsName: wsName, req: req}
+	addrs := append([]string{req.To}, req.Cc...)
+	addrs = append(addrs, req.Bcc...)
+	tplID := ""
+	if !req.HasHTML {
+		tplID = req.TemplateID
+	}
+	look, err := s.store.Lookup(ctx, ws, LookupInput{Email: req.To, Addresses: addrs, PolicyRef: req.SendPolicy, TemplateID: tplID, ExternalID: req.ExternalID})
+	if err != nil {
+		return nil, errInternal{err}
+	}
+	p.look = look
+
+	// Send policy.
+	if look.Policy == nil {
+		p.refuse(400, CodePolicyNotFound, fmt.Sprintf("Send policy %q does not exist in this workspace", req.SendPolicy))
+		return p, nil
+	}
+	p.policy = *look.Policy
+
+	// Template (htmlContent wins when both are sent).
+	if !req.HasHTML {
+		if look.TemplateVersion == 0 {
+			p.refuse(404, CodeTemplateNotFound, fmt.Sprintf("Template %q not found in this workspace", req.TemplateID))
+			return p, nil
+		}
+		t, err := s.template(ctx, ws, req.TemplateID, look.TemplateVersion)
+		if errors.Is(err, ErrTemplateNotFound) {
+			p.refuse(404, CodeTemplateNotFound, fmt.Sprintf("Template %q not found in this workspace", req.TemplateID))
+			return p, nil
+		}
+		if err != nil {
+			return nil, errInternal{err}
+		}
+		p.tpl = t
+	}
+
+	// Contact as the template sees it: the stored one with the request's
+	// contact object applied (validated against the custom field settings).
+	if err := s.mergeContact(ctx, p); err != nil {
+		return nil, err
+	}
+
+	// Content and language.
+	if p.tpl != nil {
+		lang := req.Language
+		if lang == "" && p.contact != nil {
+			lang = p.contact.Language
+		}
+		p.src, p.language = p.tpl.source(lang)
+		if req.Subject != "" {
+			p.src.Subject = req.Subject
+		}
+		if strings.TrimSpace(p.src.Subject) == "" {
+			p.refusals = append(p.refusals, refusal{Status: 400, Code: codeValidation, Error: "Invalid input: subject is required (the template has none)", Fields: []string{"subject"}})
+			return p, nil
+		}
+	} else {
+		p.src = render.Source{Subject: req.Subject, HTML: req.HTMLContent}
+		p.language = req.Language
+	}
+
+	// Sender.
+	if req.FromEmail != "" {
+		domain := req.FromEmail[strings.LastIndexByte(req.FromEmail, '@')+1:]
+		if !contains(look.Domains, domain) {
+			p.refuse(403, CodeSenderNotAllowed, fmt.Sprintf("fromEmail must be on a domain this workspace owns; %s is not one (add it with `sendstream admin domain add`)", domain))
+		}
+		p.from = schemas.Address{Email: req.FromEmail, Name: p.policy.FromName}
+	} else {
+		p.from = schemas.Address{Email: p.policy.FromEmail, Name: p.policy.FromName}
+		if p.from.Email == "" && len(look.Domains) > 0 {
+			p.from.Email = "noreply@" + look.Domains[0]
+		}
+		if p.from.Email == "" {
+			p.from.Email = s.defFrom
+		}
+	}
+
+	// Template syntax.
+	compiled, err := s.engine.Compile(p.src)
+	if err != nil {
+		var se *render.SyntaxError
+		if !errors.As(err, &se) {
+			return nil, errInternal{err}
+		}
+		p.refuse(400, CodeTemplateError, "Template error: "+se.Msg)
+		return p, nil
+	}
+	p.compiled = compiled
+
+	// Suppression (spec 3.1): bounced, complained and erased always;
+	// unsubscribed under a marketing policy. Suppressed cc and bcc
+	// addresses are dropped.
+	marketing := p.policy.Kind == schemas.PolicyMarketing
+	if why := suppressedReason(look.Suppressed[req.To], p.storedStatus(), marketing); why != "" {
+		p.refuse(422, CodeSuppressed, fmt.Sprintf("Recipient %s is suppressed: the address %s", req.To, why))
+	}
+	keep := func(list []string) []string {
+		var out []string
+		for _, a := range list {
+			if suppressedReason(look.Suppressed[a], "", marketing) == "" && a != req.To {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	p.cc, p.bcc = keep(req.Cc), keep(req.Bcc)
+
+	// Marketing needs a contact for the unsubscribe link (spec 4.2 rule 4).
+	if marketing && look.Contact == nil && req.Contact == nil {
+		p.refuse(422, CodeMarketingContact, "A marketing send policy needs a contact: the recipient is not a contact and the request carries no contact object")
+	}
+
+	// Variables (spec 4.2 rule 5).
+	p.bindings = render.NewBindings(req.Data, p.renderContact(), p.customFields())
+	p.variables = compiled.Variables()
+	p.unresolved = p.bindings.Unresolved(p.variables)
+	var required []string
+	if p.tpl != nil {
+		required = p.tpl.Required
+	}
+	missing := p.bindings.Unresolved(required)
+	if req.Strict {
+		missing = union(missing, p.unresolved)
+	}
+	if len(missing) > 0 {
+		p.refusals = append(p.refusals, refusal{Status: 422, Code: CodeMissingVariables, Missing: missing,
+			Error: "Missing template variables: " + strings.Join(missing, ", ")})
+	}
+	for _, v := range p.unresolved {
+		if !contains(missing, v) {
+			p.warnings = append(p.warnings, v)
+		}
+	}
+
+	// Render once, as delivery will: a template that fails at run time
+	// (a filter given a wrong argument) is refused now, not after a 2xx.
+	out, err := compiled.Render(p.bindings)
+	var re *render.RenderError
+	switch {
+	case errors.As(err, &re):
+		p.refuse(400, CodeTemplateError, "Template error: "+re.Msg)
+	case err != nil:
+		return nil, errInternal{err}
+	default:
+		p.out = &out
+	}
+	sortRefusals(p.refusals)
+	return p, nil
+}
+
+// sortRefusals orders refusals by precedence: 400 input, 403 sender,
+// 400 template error, 422 suppression, 422 marketing contact, 422 variables.
+func sortRefusals(r []refusal) {
+	rank := map[string]int{codeValidation: 0, CodePolicyNotFound: 1, CodeTemplateNotFound: 2, CodeSenderNotAllowed: 3,
+		CodeTemplateError: 4, CodeSuppressed: 5, CodeMarketingContact: 6, CodeMissingVariables: 7}
+	sort.SliceStable(r, func(i, j int) bool { return rank[r[i].Code] < rank[r[j].Code] })
+}
+
+// storedStatus is the recipient contact's status, "" when none.
+func (p *prepared) storedStatus() string {
+	if p.look.Contact == nil {
+		return ""
+	}
+	return p.look.Contact.Status
+}
+
+// suppressedReason explains why an address may not receive mail, or "".
+func suppressedReason(reasons []string, contactStatus string, marketing bool) string {
+	for _, r := range reasons {
+		switch r {
+		case "bounced":
+			return "bounced"
+		case "complained":
+			return "complained (marked mail as spam)"
+		case "erased":
+			return "was erased"
+		}
+	}
+	switch contactStatus {
+	case contacts.StatusBounced:
+		return "bounced"
+	case contacts.StatusComplained:
+		return "complained (marked mail as spam)"
+	}
+	if marketing {
+		if contactStatus == contacts.StatusUnsubscribed || contains(reasons, "unsubscribed") {
+			return "unsubscribed from marketing email"
+		}
+	}
+	return ""
+}
+
+// mergeContact builds p.contact from the stored contact and the request's
+// contact object.
+func (s *service) mergeContact(ctx context.Context, p *prepared) error {
+	st, in := p.look.Contact, p.req.Contact
+	if st == nil && in == nil {
+		return nil
+	}
+	c := &schemas.RecipientContact{Email: p.req.To}
+	if st != nil {
+		c.ID, c.Status = st.ID, st.Status
+		c.FirstName, c.Country, c.Language = deref(st.FirstName), deref(st.Country), deref(st.Language)
+		c.CustomFields = st.CustomFields
+	}
+	if in != nil {
+		if in.FirstName != nil {
+			c.FirstName = *in.FirstName
+		}
+		if in.Country != nil {
+			c.Country = *in.Country
+		}
+		if in.Language != nil {
+			c.Language = *in.Language
+		}
+		if len(in.CustomFields) > 0 && s.contacts != nil {
+			patch, bad, err := s.contacts.CustomFieldPatch(ctx, p.ws, in.CustomFields)
+			if err != nil {
+				return errInternal{err}
+			}
+			if len(bad) > 0 {
+				fields := make([]string, len(bad))
+				for i, k := range bad {
+					fields[i] = "contact.customFields." + k
+				}
+				p.refusals = append(p.refusals, refusal{Status: 400, Code: codeValidation, Fields: fields,
+					Error: "Invalid input: " + strings.Join(fields, ", ") + " has the wrong type for the custom field"})
+			}
+			p.custom = patch
+			merged := map[string]any{}
+			for k, v := range c.CustomFields {
+				merged[k] = v
+			}
+			for k, v := range patch {
+				if v == nil {
+					delete(merged, k)
+				} else {
+					merged[k] = v
+				}
+			}
+			c.CustomFields = merged
+		}
+	}
+	p.contact = c
+	return nil
+}
+
+func (p *prepared) renderContact() *render.Contact {
+	if p.contact == nil {
+		return nil
+	}
+	c := p.contact
+	return &render.Contact{ID: c.ID, Email: c.Email, FirstName: c.FirstName, Country: c.Country, Language: c.Language, Status: c.Status}
+}
+
+func (p *prepared) customFields() map[string]any {
+	if p.contact == nil {
+		return nil
+	}
+	return p.contact.CustomFields
+}
+
+// template returns a workspace's template at the stored version, from the
+// cache when that version was read before.
+func (s *service) template(ctx context.Context, ws, id string, version int64) (*Template, error) {
+	s.tplMu.Lock()
+	t := s.tpls[id]
+	s.tplMu.Unlock()
+	if t != nil && t.Version == version {
+		return t, nil
+	}
+	loaded, err := s.store.Template(ctx, ws, id)
+	if err != nil {
+		return nil, err
+	}
+	s.tplMu.Lock()
+	if cur := s.tpls[id]; cur == nil || cur.Version < loaded.Version {
+		if len(s.tpls) > 10000 {
+			clear(s.tpls)
+		}
+		s.tpls[id] = &loaded
+	}
+	s.tplMu.Unlock()
+	return &loaded, nil
+}
+
+// source returns the template's parts in the language asked for (exact, then
+// its primary subtag), with missing parts from the default language, and the
+// language used ("" for the default).
+func (t *Template) source(lang string) (render.Source, string) {
+	src := render.Source{Subject: t.Subject, Preheader: t.Preheader, HTML: t.HTML, Text: t.Text}
+	if lang == "" || len(t.Translations) == 0 {
+		return src, ""
+	}
+	tr, used, ok := t.translation(lang)
+	if !ok {
+		return src, ""
+	}
+	if tr.Subject != "" {
+		src.Subject = tr.Subject
+	}
+	if tr.Preheader != "" {
+		src.Preheader = tr.Preheader
+	}
+	if tr.HTML != "" {
+		src.HTML = tr.HTML
+	}
+	if tr.Text != "" {
+		src.Text = tr.Text
+	}
+	return src, used
+}
+
+func (t *Template) translation(lang string) (Translation, string, bool) {
+	want := strings.ToLower(strings.ReplaceAll(lang, "_", "-"))
+	primary, _, _ := strings.Cut(want, "-")
+	var best string
+	for k := range t.Translations {
+		lk := strings.ToLower(strings.ReplaceAll(k, "_", "-"))
+		if lk == want {
+			return t.Translations[k], k, true
+		}
+		if lk == primary {
+			best = k
+		}
+	}
+	if best != "" {
+		return t.Translations[best], best, true
+	}
+	return Translation{}, "", false
+}
+
+// sendAnswer is the body of a send and of a deduplicated repeat (spec 2.4).
+type sendAnswer struct {
+	ID           string   `json:"id"`
+	Status       string   `json:"status"`
+	To           string   `json:"to"`
+	MessageID    string   `json:"messageId"`
+	ExternalID   *string  `json:"externalId,omitempty"`
+	ContactID    *string  `json:"contactId,omitempty"`
+	Deduplicated bool     `json:"deduplicated"`
+	Warnings     []string `json:"warnings"`
+}
+
+// sendOutcome is what send decided: the answer, its status, the envelopes to
+// publish, and a refusal instead of all that.
+type sendOutcome struct {
+	status  int
+	answer  sendAnswer
+	publish []schemas.Envelope
+	refused *refusal
+	contact []schemas.Envelope // contact events of an upsert (TopicContacts)
+}
+
+// send runs a whole send: dedup, decide, upsert the contact, store, build
+// the envelope. Nothing is published here; the caller publishes and only
+// then answers.
+func (s *service) send(ctx context.Context, ws, wsName, requestID string, req *sendRequest, body []byte) (*sendOutcome, error) {
+	sum := sha256.Sum256(body)
+	hash := sum[:]
+	p, err := s.prepare(ctx, ws, wsName, req)
+	if err != nil {
+		return nil, err
+	}
+	// A repeated externalId answers the original message, whatever this
+	// request says (spec 4.2 rule 2).
+	if ex := p.look.Existing; ex != nil {
+		return s.repeat(ctx, p, ex, hash)
+	}
+	if len(p.refusals) > 0 {
+		return &sendOutcome{refused: &p.refusals[0]}, nil
+	}
+	out := &sendOutcome{status: 201}
+
+	// Create or update the contact first (spec 4.2); the plan's limit only
+	// means no contact is created.
+	if req.Contact != nil && s.contacts != nil {
+		res, err := s.contacts.Upsert(ctx, ws, contacts.UpsertInput{Email: req.To, Source: "api", Fields: contacts.Fields{
+			FirstName: req.Contact.FirstName, Country: req.Contact.Country, Language: req.Contact.Language, CustomFields: p.custom,
+		}})
+		switch {
+		case errors.Is(err, contacts.ErrContactLimit):
+		case err != nil:
+			return nil, errInternal{fmt.Errorf("upsert contact: %w", err)}
+		default:
+			p.contact.ID, p.contact.Status = res.Contact.ID, res.Contact.Status
+			out.contact = contactEvents(ws, requestID, res)
+		}
+	}
+
+	id := schemas.NewID()
+	if req.ExternalID != "" {
+		id = schemas.IDFromKey(ws, schemas.TransactionalIDScope, req.ExternalID)
+	}
+	payload, env, spill, err := s.envelope(p, id, time.Now().UTC())
+	if err != nil {
+		return nil, errInternal{err}
+	}
+	contactID := ""
+	if p.contact != nil {
+		contactID = p.contact.ID
+	}
+	createdAt, ok, ex, err := s.store.Claim(ctx, NewMessage{
+		ID: id, Workspace: ws, ExternalID: req.ExternalID, RequestHash: hash, To: req.To, ContactID: contactID,
+		RFCMessageID: payload.RFCMessageID, PolicyID: p.policy.ID, TemplateID: payload.TemplateID,
+		Warnings: p.warnings, Provider: p.policy.Provider, Spill: spill,
+	})
+	if err != nil {
+		return nil, errInternal{err}
+	}
+	if !ok {
+		// A concurrent send with the same externalId stored first.
+		p.look.Existing = ex
+		o, err := s.repeat(ctx, p, ex, hash)
+		if o != nil {
+			o.contact = append(out.contact, o.contact...)
+		}
+		return o, err
+	}
+	_ = createdAt
+	out.answer = sendAnswer{ID: id, Status: schemas.MessageQueued, To: req.To, MessageID: payload.RFCMessageID,
+		ExternalID: strPtr(req.ExternalID), ContactID: strPtr(contactID), Warnings: nonNil(p.warnings)}
+	out.publish = []schemas.Envelope{env}
+	return out, nil
+}
+
+// repeat answers a repeated externalId with the original message. While the
+// original is still queued and this request is byte-for-byte the same, the
+// envelope is published again (same id; the delivery stage sends once), so
+// a first attempt whose publish failed after storing is not lost.
+func (s *service) repeat(ctx context.Context, p *prepared, ex *Existing, hash []byte) (*sendOutcome, error) {
+	out := &sendOutcome{status: 200, answer: sendAnswer{
+		ID: ex.ID, Status: ex.Status, To: ex.To, MessageID: ex.MessageID, ExternalID: strPtr(p.req.ExternalID),
+		ContactID: ex.ContactID, Deduplicated: true, Warnings: nonNil(ex.Warnings),
+	}}
+	if ex.Status != schemas.MessageQueued || ex.RequestHash != requestHashHex(hash) {
+		return out, nil
+	}
+	if ex.Spilled {
+		out.publish = []schemas.Envelope{s.spilledEnvelope(p.ws, ex.ID, time.Now().UTC())}
+		return out, nil
+	}
+	if len(p.refusals) > 0 || p.compiled == nil {
+		return out, nil
+	}
+	if p.contact != nil && ex.ContactID != nil {
+		p.contact.ID = *ex.ContactID
+	}
+	_, env, spill, err := s.envelope(p, ex.ID, ex.CreatedAt)
+	if err != nil {
+		return nil, errInternal{err}
+	}
+	if spill == nil {
+		out.publish = []schemas.Envelope{env}
+	}
+	return out, nil
+}
+
+// envelope builds the transactional.send.v1 envelope of message id. spill is
+// the encoded payload when it is too large for the broker (the envelope
+// then carries a reference).
+func (s *service) envelope(p *prepared, id string, at time.Time) (schemas.SendPayload, schemas.Envelope, []byte, error) {
+	domain := p.from.Email[strings.LastIndexByte(p.from.Email, '@')+1:]
+	pl := schemas.SendPayload{
+		MessageID: id, RFCMessageID: email.FormatMessageID(id, domain), ExternalID: p.req.ExternalID,
+		WorkspaceName: p.wsName, From: p.from, To: p.req.To, Cc: p.cc, Bcc: p.bcc, ReplyTo: p.req.ReplyTo,
+		Policy:   schemas.PolicyRef{ID: p.policy.ID, Key: p.policy.Key, Kind: p.policy.Kind, Provider: p.policy.Provider},
+		Language: p.language, Subject: p.src.Subject, Preheader: p.src.Preheader, HTML: p.src.HTML, Text: p.src.Text,
+		Data: p.req.DataRaw, Contact: p.contact, Attachments: p.req.Attachments, AcceptedAt: at,
+	}
+	if p.tpl != nil {
+		pl.TemplateID, pl.TemplateVersion = p.tpl.ID, p.tpl.Version
+	}
+	b, err := json.Marshal(pl)
+	if err != nil {
+		return pl, schemas.Envelope{}, nil, fmt.Errorf("encode send payload: %w", err)
+	}
+	if len(b) > spillThreshold {
+		return pl, s.spilledEnvelope(p.ws, id, at), b, nil
+	}
+	return pl, schemas.Envelope{ID: id, Workspace: p.ws, Type: schemas.TypeTransactionalSend, Key: p.ws + ":" + id,
+		OccurredAt: at, Payload: b}, nil, nil
+}
+
+func (s *service) spilledEnvelope(ws, id string, at time.Time) schemas.Envelope {
+	b, _ := json.Marshal(schemas.SendPayload{MessageID: id, Spilled: true, AcceptedAt: at})
+	return schemas.Envelope{ID: id, Workspace: ws, Type: schemas.TypeTransactionalSend, Key: ws + ":" + id, OccurredAt: at, Payload: b}
+}
+
+// contactEvents announces what an upsert did, with the ids and keys the
+// contacts package uses for the same changes (so both never publish one
+// change under two ids).
+func contactEvents(ws, requestID string, r contacts.UpsertResult) []schemas.Envelope {
+	c := r.Contact
+	var typ, key string
+	at := c.UpdatedAt
+	switch {
+	case r.Created:
+		typ, key, at = schemas.TypeContactCreated, c.ID, c.CreatedAt
+	case len(r.Changed) > 0:
+		typ, key = schemas.TypeContactUpdated, c.ID+"@"+c.UpdatedAt.Format(time.RFC3339Nano)
+	default:
+		return nil
+	}
+	p := schemas.ContactPayload{ContactID: c.ID, Email: c.Email, FirstName: c.FirstName, Country: c.Country,
+		Language: c.Language, Status: c.Status, Source: c.Source, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+	if !r.Created {
+		p.UpdatedFields = r.Changed
+	}
+	_ = json.Unmarshal(c.CustomFields, &p.CustomFields)
+	if p.CustomFields == nil {
+		p.CustomFields = map[string]any{}
+	}
+	_ = json.Unmarshal(c.Metadata, &p.Metadata)
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil
+	}
+	return []schemas.Envelope{{ID: schemas.IDFromKey(ws, typ, key), Workspace: ws, Type: typ, Key: ws + ":" + c.ID,
+		OccurredAt: at, CausationID: requestID, Payload: b}}
+}
+
+// validateAnswer is the body of POST /v1/transactional/validate.
+type validateAnswer struct {
+	Valid      bool      `json:"valid"`
+	Subject    *string   `json:"subject"`
+	Preheader  *string   `json:"preheader,omitempty"`
+	HTML       *string   `json:"html"`
+	Text       *string   `json:"text"`
+	Variables  []string  `json:"variables"`
+	Unresolved []string  `json:"unresolved"`
+	Warnings   []string  `json:"warnings"`
+	Missing    []string  `json:"missing"`
+	Errors     []refusal `json:"errors"`
+	Language   string    `json:"language,omitempty"`
+	From       string    `json:"from,omitempty"`
+}
+
+// validate renders exactly as a send would and stores nothing.
+func (s *service) validate(ctx context.Context, ws, wsName string, req *sendRequest) (validateAnswer, error) {
+	p, err := s.prepare(ctx, ws, wsName, req)
+	if err != nil {
+		return validateAnswer{}, err
+	}
+	a := validateAnswer{Variables: nonNil(p.variables), Unresolved: nonNil(p.unresolved), Warnings: nonNil(p.warnings),
+		Missing: []string{}, Errors: p.refusals, Language: p.language, From: p.from.Email}
+	for _, r := range p.refusals {
+		a.Missing = append(a.Missing, r.Missing...)
+	}
+	if out := p.out; out != nil {
+		a.Subject, a.HTML, a.Text = &out.Subject, &out.HTML, &out.Text
+		if out.Preheader != "" {
+			a.Preheader = &out.Preheader
+		}
+	}
+	if a.Errors == nil {
+		a.Errors = []refusal{}
+	}
+	a.Valid = len(a.Errors) == 0
+	return a, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func union(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, v := range b {
+		if !contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,1 @@
+SELECT name FROM workspaces WHERE id = $1

@@ -1,0 +1,549 @@
+package transactional
+
+import (
+	"context"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"sendstream/schemas"
+)
+
+var (
+	//go:embed sql/lookup.sql
+	sqlLookup string
+	//go:embed sql/claim.sql
+	sqlClaim string
+	//go:embed sql/existing.sql
+	sqlExisting string
+	//go:embed sql/message.sql
+	sqlMessage string
+	//go:embed sql/list.sql
+	sqlList string
+	//go:embed sql/cursor_exists.sql
+	sqlCursorExists string
+	//go:embed sql/template.sql
+	sqlTemplate string
+	//go:embed sql/template_create.sql
+	sqlTemplateCreate string
+	//go:embed sql/template_update.sql
+	sqlTemplateUpdate string
+	//go:embed sql/policy_create.sql
+	sqlPolicyCreate string
+	//go:embed sql/domain_add.sql
+	sqlDomainAdd string
+	//go:embed sql/unsubscribe.sql
+	sqlUnsubscribe string
+	//go:embed sql/workspace_name.sql
+	sqlWorkspaceName string
+	//go:embed sql/report.sql
+	sqlReport string
+)
+
+// Errors of the Store.
+var (
+	ErrTemplateNotFound = errors.New("template not found")
+	ErrMessageNotFound  = errors.New("message not found")
+	ErrPolicyExists     = errors.New("a send policy with this key already exists")
+	ErrBadCursor        = errors.New("unknown cursor")
+)
+
+// Store is the transactional domain over Postgres (SQL in sql/*.sql). It is
+// safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// NewStore returns a Store over a migrated pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Policy is a send policy. Builtin marks the default Transactional policy
+// of a workspace that has no stored one.
+type Policy struct {
+	ID        string `json:"id"`
+	Key       string `json:"key"`
+	Kind      string `json:"kind"`
+	FromEmail string `json:"fromEmail"`
+	FromName  string `json:"fromName"`
+	Provider  string `json:"provider"`
+	Builtin   bool   `json:"-"`
+}
+
+// DefaultPolicyKey is the key of a workspace's default Transactional policy.
+const DefaultPolicyKey = "transactional"
+
+// BuiltinPolicy is the default Transactional policy of a workspace without
+// a stored one: the SMTP provider, sender from the workspace's domains.
+func BuiltinPolicy(ws string) Policy {
+	return Policy{ID: schemas.IDFromKey(ws, "send-policy", DefaultPolicyKey), Key: DefaultPolicyKey,
+		Kind: schemas.PolicyTransactional, Provider: "smtp", Builtin: true}
+}
+
+// StoredContact is the recipient's contact record as a send sees it.
+type StoredContact struct {
+	ID           string         `json:"id"`
+	Status       string         `json:"status"`
+	FirstName    *string        `json:"firstName"`
+	Country      *string        `json:"country"`
+	Language     *string        `json:"language"`
+	CustomFields map[string]any `json:"customFields"`
+}
+
+// Existing is a message already stored under an externalId.
+type Existing struct {
+	ID          string    `json:"id"`
+	Status      string    `json:"status"`
+	To          string    `json:"to"`
+	MessageID   string    `json:"messageId"`
+	ContactID   *string   `json:"contactId"`
+	Warnings    []string  `json:"warnings"`
+	RequestHash string    `json:"requestHash"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Spilled     bool      `json:"-"`
+}
+
+// Lookup is what one send needs from Postgres, read in one round trip.
+type Lookup struct {
+	Contact *StoredContact
+	// Suppressed maps an address of the send to its suppression reasons.
+	Suppressed map[string][]string
+	// Policy is nil when the named policy does not exist.
+	Policy *Policy
+	// TemplateVersion is 0 when the template does not exist (or none was
+	// named).
+	TemplateVersion int64
+	// Domains the workspace owns, oldest first.
+	Domains  []string
+	Existing *Existing
+}
+
+// LookupInput names what to look up.
+type LookupInput struct {
+	Email      string
+	Addresses  []string // every address of the send, Email included
+	PolicyRef  string   // key or id; "" for the default
+	TemplateID string
+	ExternalID string
+}
+
+// Lookup reads the contact, suppressions, policy, template version,
+// domains and any message of the externalId in one statement.
+func (s *Store) Lookup(ctx context.Context, ws string, in LookupInput) (Lookup, error) {
+	ref := in.PolicyRef
+	if ref == "" {
+		ref = DefaultPolicyKey
+	}
+	var (
+		contact, sup, pol, existing []byte
+		version                     *int64
+		domains                     []string
+	)
+	err := s.pool.QueryRow(ctx, sqlLookup, ws, in.Email, in.Addresses, ref, in.TemplateID, in.ExternalID).
+		Scan(&contact, &sup, &pol, &version, &domains, &existing)
+	if err != nil {
+		return Lookup{}, fmt.Errorf("transactional lookup: %w", err)
+	}
+	var l Lookup
+	if contact != nil {
+		l.Contact = &StoredContact{}
+		if err := json.Unmarshal(contact, l.Contact); err != nil {
+			return l, fmt.Errorf("transactional lookup: contact: %w", err)
+		}
+	}
+	if sup != nil {
+		var pairs [][2]string
+		if err := json.Unmarshal(sup, &pairs); err != nil {
+			return l, fmt.Errorf("transactional lookup: suppressions: %w", err)
+		}
+		l.Suppressed = map[string][]string{}
+		for _, p := range pairs {
+			l.Suppressed[p[0]] = append(l.Suppressed[p[0]], p[1])
+		}
+	}
+	if pol != nil {
+		var p struct {
+			ID, Key, Kind, Provider string
+			FromEmail, FromName     *string
+		}
+		if err := json.Unmarshal(pol, &p); err != nil {
+			return l, fmt.Errorf("transactional lookup: policy: %w", err)
+		}
+		l.Policy = &Policy{ID: p.ID, Key: p.Key, Kind: p.Kind, Provider: p.Provider, FromEmail: deref(p.FromEmail), FromName: deref(p.FromName)}
+	} else if in.PolicyRef == "" || in.PolicyRef == DefaultPolicyKey || in.PolicyRef == BuiltinPolicy(ws).ID {
+		p := BuiltinPolicy(ws)
+		l.Policy = &p
+	}
+	if version != nil {
+		l.TemplateVersion = *version
+	}
+	l.Domains = domains
+	if existing != nil {
+		l.Existing = &Existing{}
+		if err := json.Unmarshal(existing, l.Existing); err != nil {
+			return l, fmt.Errorf("transactional lookup: existing message: %w", err)
+		}
+	}
+	return l, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// NewMessage is a message to store with status queued.
+type NewMessage struct {
+	ID, Workspace, ExternalID string
+	RequestHash               []byte
+	To, ContactID             string
+	RFCMessageID              string
+	PolicyID, TemplateID      string
+	Warnings                  []string
+	Provider                  string
+	Spill                     []byte // the encoded payload when it is stored here
+}
+
+// Claim stores m. ok false means another message already holds the
+// externalId; existing is that message.
+func (s *Store) Claim(ctx context.Context, m NewMessage) (createdAt time.Time, ok bool, existing *Existing, err error) {
+	warnings := m.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+	var id string
+	err = s.pool.QueryRow(ctx, sqlClaim, m.ID, m.Workspace, m.ExternalID, m.RequestHash, m.To, m.ContactID,
+		m.RFCMessageID, m.PolicyID, m.TemplateID, warnings, m.Provider, m.Spill).Scan(&id, &createdAt)
+	if err == nil {
+		return createdAt, true, nil, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "transactional_messages_pkey" {
+			// Same derived id in another workspace is impossible; the same
+			// id here means the externalId row exists: read it.
+			err = nil
+		} else {
+			return time.Time{}, false, nil, fmt.Errorf("store message: %w", err)
+		}
+	}
+	if m.ExternalID == "" {
+		return time.Time{}, false, nil, errors.New("store message: id collision")
+	}
+	ex, err := s.Existing(ctx, m.Workspace, m.ExternalID)
+	if err != nil {
+		return time.Time{}, false, nil, err
+	}
+	if ex == nil {
+		return time.Time{}, false, nil, errors.New("store message: externalId conflict but no message")
+	}
+	return time.Time{}, false, ex, nil
+}
+
+// Existing returns the message of an externalId, or nil.
+func (s *Store) Existing(ctx context.Context, ws, externalID string) (*Existing, error) {
+	var e Existing
+	var contactID string
+	err := s.pool.QueryRow(ctx, sqlExisting, ws, externalID).
+		Scan(&e.ID, &e.Status, &e.To, &e.MessageID, &contactID, &e.Warnings, &e.RequestHash, &e.CreatedAt, &e.Spilled)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read message of externalId: %w", err)
+	}
+	if contactID != "" {
+		e.ContactID = &contactID
+	}
+	return &e, nil
+}
+
+// Message is a stored message as the API shows it (status lookup and list).
+type Message struct {
+	ID            string
+	Status        string
+	To            string
+	RFCMessageID  string
+	ExternalID    string
+	ContactID     string
+	TemplateID    string
+	PolicyID      string
+	Provider      string
+	FailureReason string
+	BounceType    string
+	BounceReason  string
+	ComplaintType string
+	CreatedAt     time.Time
+	SentAt        *time.Time
+	DeliveredAt   *time.Time
+	BouncedAt     *time.Time
+	ComplainedAt  *time.Time
+	FailedAt      *time.Time
+}
+
+func scanMessage(row pgx.Row) (Message, error) {
+	var m Message
+	err := row.Scan(&m.ID, &m.Status, &m.To, &m.RFCMessageID, &m.ExternalID, &m.ContactID, &m.TemplateID,
+		&m.PolicyID, &m.Provider, &m.FailureReason, &m.BounceType, &m.BounceReason, &m.ComplaintType,
+		&m.CreatedAt, &m.SentAt, &m.DeliveredAt, &m.BouncedAt, &m.ComplainedAt, &m.FailedAt)
+	return m, err
+}
+
+// Get returns a message by service id or externalId.
+func (s *Store) Get(ctx context.Context, ws, id, externalID string) (Message, error) {
+	m, err := scanMessage(s.pool.QueryRow(ctx, sqlMessage, ws, id, externalID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return m, ErrMessageNotFound
+	}
+	if err != nil {
+		return m, fmt.Errorf("read message: %w", err)
+	}
+	return m, nil
+}
+
+// ListQuery selects a page of messages.
+type ListQuery struct {
+	To, Status, ExternalID string
+	Before                 string // a message id; "" for the newest
+	Limit                  int
+}
+
+// List returns one page, newest first. ErrBadCursor when Before is not a
+// message of the workspace.
+func (s *Store) List(ctx context.Context, ws string, q ListQuery) ([]Message, error) {
+	if q.Before != "" {
+		var ok bool
+		if err := s.pool.QueryRow(ctx, sqlCursorExists, ws, q.Before).Scan(&ok); err != nil {
+			return nil, fmt.Errorf("list messages: %w", err)
+		}
+		if !ok {
+			return nil, ErrBadCursor
+		}
+	}
+	rows, err := s.pool.Query(ctx, sqlList, ws, q.To, q.Status, q.ExternalID, q.Before, q.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list messages: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	return out, nil
+}
+
+// Template is a stored template.
+type Template struct {
+	ID           string                 `json:"id"`
+	Name         string                 `json:"name"`
+	Subject      string                 `json:"subject"`
+	Preheader    string                 `json:"preheader"`
+	HTML         string                 `json:"html"`
+	Text         string                 `json:"text"`
+	Required     []string               `json:"requiredVariables"`
+	Translations map[string]Translation `json:"translations"`
+	Version      int64                  `json:"version"`
+}
+
+// Translation is one language's version of a template; empty parts fall
+// back to the template's own.
+type Translation struct {
+	Subject   string `json:"subject,omitempty"`
+	Preheader string `json:"preheader,omitempty"`
+	HTML      string `json:"html,omitempty"`
+	Text      string `json:"text,omitempty"`
+}
+
+// Template reads a template.
+func (s *Store) Template(ctx context.Context, ws, id string) (Template, error) {
+	var t Template
+	var tr []byte
+	err := s.pool.QueryRow(ctx, sqlTemplate, ws, id).
+		Scan(&t.ID, &t.Name, &t.Subject, &t.Preheader, &t.HTML, &t.Text, &t.Required, &tr, &t.Version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, ErrTemplateNotFound
+	}
+	if err != nil {
+		return t, fmt.Errorf("read template %s: %w", id, err)
+	}
+	if err := json.Unmarshal(tr, &t.Translations); err != nil {
+		return t, fmt.Errorf("read template %s: translations: %w", id, err)
+	}
+	return t, nil
+}
+
+// CreateTemplate stores t (validated by the caller) and returns its id.
+func (s *Store) CreateTemplate(ctx context.Context, ws string, t Template) (string, error) {
+	id := schemas.NewID()
+	tr, err := json.Marshal(nonNilTranslations(t.Translations))
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.pool.Exec(ctx, sqlTemplateCreate, id, ws, t.Name, t.Subject, t.Preheader, t.HTML, t.Text,
+		nonNil(t.Required), tr); err != nil {
+		return "", fmt.Errorf("create template: %w", err)
+	}
+	return id, nil
+}
+
+// UpdateTemplate replaces a template's content and returns its new version.
+func (s *Store) UpdateTemplate(ctx context.Context, ws, id string, t Template) (int64, error) {
+	tr, err := json.Marshal(nonNilTranslations(t.Translations))
+	if err != nil {
+		return 0, err
+	}
+	var v int64
+	err = s.pool.QueryRow(ctx, sqlTemplateUpdate, ws, id, t.Name, t.Subject, t.Preheader, t.HTML, t.Text,
+		nonNil(t.Required), tr).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrTemplateNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("update template: %w", err)
+	}
+	return v, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilTranslations(m map[string]Translation) map[string]Translation {
+	if m == nil {
+		return map[string]Translation{}
+	}
+	return m
+}
+
+// CreatePolicy stores a send policy and returns its id.
+func (s *Store) CreatePolicy(ctx context.Context, ws string, p Policy) (string, error) {
+	id := schemas.NewID()
+	if p.Provider == "" {
+		p.Provider = "smtp"
+	}
+	_, err := s.pool.Exec(ctx, sqlPolicyCreate, id, ws, p.Key, p.Kind, p.FromEmail, p.FromName, p.Provider)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return "", ErrPolicyExists
+	}
+	if err != nil {
+		return "", fmt.Errorf("create send policy: %w", err)
+	}
+	return id, nil
+}
+
+// Domain is a sending domain with its DKIM selector and key.
+type Domain struct {
+	Domain     string
+	Selector   string
+	PrivateKey string // PEM
+}
+
+// AddDomain adds a sending domain with its DKIM key; adding an existing
+// domain keeps its key. It returns the domain as stored.
+func (s *Store) AddDomain(ctx context.Context, ws string, d Domain) (Domain, error) {
+	out := Domain{Domain: d.Domain}
+	err := s.pool.QueryRow(ctx, sqlDomainAdd, ws, d.Domain, d.Selector, nullable(d.PrivateKey)).Scan(&out.Selector, &out.PrivateKey)
+	if err != nil {
+		return out, fmt.Errorf("add domain %s: %w", d.Domain, err)
+	}
+	return out, nil
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Unsubscribe suppresses email for marketing in ws and marks its contact
+// UNSUBSCRIBED. found is false when the workspace does not exist.
+func (s *Store) Unsubscribe(ctx context.Context, ws, email, messageID string) (workspaceName string, found bool, err error) {
+	var name, contactID *string
+	if err := s.pool.QueryRow(ctx, sqlUnsubscribe, ws, email, messageID).Scan(&name, &contactID); err != nil {
+		return "", false, fmt.Errorf("unsubscribe: %w", err)
+	}
+	if name == nil {
+		return "", false, nil
+	}
+	return *name, true, nil
+}
+
+// WorkspaceName returns a workspace's name; found false when it is gone.
+func (s *Store) WorkspaceName(ctx context.Context, ws string) (string, bool, error) {
+	var name string
+	err := s.pool.QueryRow(ctx, sqlWorkspaceName, ws).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read workspace: %w", err)
+	}
+	return name, true, nil
+}
+
+// Report is one provider report to apply.
+type Report struct {
+	Ref           string // service message id or Message-ID
+	Workspace     string // "" when the report is not tied to a workspace (SES)
+	Status        string // delivered, bounced or complained
+	At            time.Time
+	BounceType    string // hard or soft
+	Reason        string
+	ComplaintType string
+	Email         string // the reported address
+}
+
+// ReportResult is what applying a report did.
+type ReportResult struct {
+	Found      bool
+	Moved      bool   // the status changed
+	Previous   string // the status before
+	MessageID  string
+	Workspace  string
+	To         string
+	RFCID      string
+	ExternalID string
+	TemplateID string
+	PolicyID   string
+	Provider   string
+}
+
+// ApplyReport moves a message per a provider report and suppresses the
+// address on a hard bounce or complaint (see sql/report.sql).
+func (s *Store) ApplyReport(ctx context.Context, r Report) (ReportResult, error) {
+	var out ReportResult
+	err := s.pool.QueryRow(ctx, sqlReport, r.Ref, r.Workspace, r.Status, r.At, r.BounceType, r.Reason, r.ComplaintType, r.Email).
+		Scan(&out.MessageID, &out.Workspace, &out.To, &out.RFCID, &out.ExternalID, &out.TemplateID, &out.PolicyID,
+			&out.Provider, &out.Previous, &out.Moved)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("apply report: %w", err)
+	}
+	out.Found = true
+	return out, nil
+}
+
+// requestHashHex encodes a request hash as stored.
+func requestHashHex(h []byte) string { return hex.EncodeToString(h) }

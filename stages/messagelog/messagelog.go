@@ -1,0 +1,168 @@
+// Package messagelog is the stage that writes every status change of a
+// transactional message to ClickHouse (table message_status): a queued row
+// for each transactional.send.v1 envelope and one row per
+// transactional.status.v1 envelope (sent, failed from the delivery stage;
+// delivered, bounced, complained from provider reports). Rows are buffered in
+// Handle and inserted in one batch per Flush, through a circuit breaker.
+//
+// Delivery is at least once: a redelivered envelope has the same id, which
+// is the row's event_id in the ReplacingMergeTree sorting key, so copies
+// collapse; readers use LIMIT 1 BY event_id meanwhile.
+package messagelog
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sendstream/pipeline"
+	"sendstream/schemas"
+)
+
+// Name is the stage's registered name.
+const Name = "messagelog"
+
+//go:embed insert.sql
+var insertSQL string
+
+func init() {
+	pipeline.Register(pipeline.Spec[struct{}]{
+		Name:     Name,
+		Consumes: schemas.TopicTransactional,
+		New: func(ctx context.Context, r pipeline.Resources, _ struct{}) (pipeline.Stage, error) {
+			return New(ctx, r)
+		},
+	})
+}
+
+// Row is one message_status row.
+type Row struct {
+	EventID, Workspace, MessageID, Status string
+	At                                    time.Time
+	Recipient, ExternalID, TemplateID     string
+	PolicyID, Provider, Detail            string
+	Received                              time.Time
+}
+
+// Stage buffers rows in Handle and inserts them in Flush. The runner calls
+// Handle and Flush from one goroutine; a mutex guards the buffer anyway.
+type Stage struct {
+	conn    driver.Conn
+	breaker *pipeline.Breaker
+	mu      sync.Mutex
+	rows    []Row
+	seen    map[string]int
+}
+
+var (
+	_ pipeline.Stage   = (*Stage)(nil)
+	_ pipeline.Flusher = (*Stage)(nil)
+)
+
+// New builds the stage on r.ClickHouse (required).
+func New(ctx context.Context, r pipeline.Resources) (*Stage, error) {
+	if r.ClickHouse == nil {
+		return nil, errors.New("messagelog: needs ClickHouse")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("messagelog: build: %w", err)
+	}
+	return &Stage{conn: r.ClickHouse, breaker: pipeline.NewBreaker("clickhouse message_status"), seen: map[string]int{}}, nil
+}
+
+// sendFields are the parts of a send payload the log needs (decoding skips
+// the bodies and attachments without allocating them).
+type sendFields struct {
+	To         string `json:"to"`
+	ExternalID string `json:"externalId"`
+	TemplateID string `json:"templateId"`
+	Policy     struct {
+		ID       string `json:"id"`
+		Provider string `json:"provider"`
+	} `json:"policy"`
+}
+
+// Decode turns an envelope into its row; ok false for envelope types that
+// are not status changes.
+func Decode(env schemas.Envelope, now time.Time) (Row, bool, error) {
+	r := Row{EventID: env.ID, Workspace: env.Workspace, Received: now.UTC()}
+	switch env.Type {
+	case schemas.TypeTransactionalSend:
+		var p sendFields
+		if err := json.Unmarshal(env.Payload, &p); err != nil {
+			return r, false, fmt.Errorf("messagelog: envelope %s: %w", env.ID, err)
+		}
+		r.MessageID, r.Status, r.At = env.ID, schemas.MessageQueued, env.OccurredAt.UTC()
+		r.Recipient, r.ExternalID, r.TemplateID, r.PolicyID, r.Provider = p.To, p.ExternalID, p.TemplateID, p.Policy.ID, p.Policy.Provider
+	case schemas.TypeTransactionalStatus:
+		var p schemas.StatusPayload
+		if err := json.Unmarshal(env.Payload, &p); err != nil {
+			return r, false, fmt.Errorf("messagelog: envelope %s: %w", env.ID, err)
+		}
+		r.MessageID, r.Status, r.At = p.MessageID, p.Status, p.At.UTC()
+		r.Recipient, r.ExternalID, r.TemplateID, r.PolicyID, r.Provider, r.Detail = p.To, p.ExternalID, p.TemplateID, p.PolicyID, p.Provider, p.Detail
+	default:
+		return r, false, nil
+	}
+	if r.At.Unix() < 1 || r.At.Unix() >= 1<<32 {
+		return r, false, fmt.Errorf("messagelog: envelope %s: time %s out of range", env.ID, r.At)
+	}
+	return r, true, nil
+}
+
+// Handle buffers the row of a status change; other envelopes are skipped. A
+// malformed envelope is a pipeline.Permanent error.
+func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	r, ok, err := Decode(env, time.Now())
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, dup := s.seen[r.EventID]; dup {
+		s.rows[i] = r
+		return nil, nil
+	}
+	s.seen[r.EventID] = len(s.rows)
+	s.rows = append(s.rows, r)
+	return nil, nil
+}
+
+// Flush inserts the buffered rows in one batch; on error they stay buffered
+// and the runner does not commit.
+func (s *Stage) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.rows) == 0 {
+		return nil
+	}
+	err := s.breaker.Do(ctx, func(ctx context.Context) error {
+		b, err := s.conn.PrepareBatch(ctx, insertSQL)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		defer b.Close()
+		for _, r := range s.rows {
+			if err := b.Append(r.EventID, r.Workspace, r.MessageID, r.Status, r.At, r.Recipient, r.ExternalID,
+				r.TemplateID, r.PolicyID, r.Provider, r.Detail, r.Received); err != nil {
+				return fmt.Errorf("append: %w", err)
+			}
+		}
+		return b.Send()
+	})
+	if err != nil {
+		return fmt.Errorf("messagelog: insert %d rows: %w", len(s.rows), err)
+	}
+	s.rows = s.rows[:0]
+	clear(s.seen)
+	return nil
+}
