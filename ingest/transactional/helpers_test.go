@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
 	"net/mail"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -357,4 +357,6 @@ func parallel(n int, fn func(i int)) {
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
-func uniq(prefix string) string { return fmt.Sprintf("%s-%s@example.test", prefix, schemas.NewID()[16:]) }
+func uniq(prefix string) string {
+	return fmt.Sprintf("%s-%s@example.test", prefix, schemas.NewID()[16:])
+}
