@@ -7,6 +7,7 @@ import (
 	"sendstream/ingest/events"
 	"sendstream/ingest/ratelimit"
 	"sendstream/ingest/tracking"
+	"sendstream/ingest/transactional"
 	"sendstream/pipeline"
 )
 
@@ -20,8 +21,14 @@ func featureRoutes(cfg Config, res pipeline.Resources) []ingest.Route {
 	if err != nil {
 		panic(err)
 	}
+	contactStore := contacts.NewStore(res.Postgres)
 	routes = append(routes, contacts.Routes(contacts.Deps{
-		Store: contacts.NewStore(res.Postgres), Signer: signer, SiteURL: cfg.SiteURL, Logger: res.Logger,
+		Store: contactStore, Signer: signer, SiteURL: cfg.SiteURL, Logger: res.Logger,
+	})...)
+	// Transactional email: send, validate, list, status, the unsubscribe
+	// page and provider reports (ingest/transactional).
+	routes = append(routes, transactional.Routes(transactional.Deps{
+		PG: res.Postgres, Contacts: contactStore, SiteURL: cfg.SiteURL, Secret: cfg.Secret, Logger: res.Logger,
 	})...)
 	// Events and website tracking (ingest/events, ingest/tracking).
 	routes = append(routes, events.Routes(events.Deps{Store: events.NewStore(res.Postgres, events.StoreConfig{})})...)
