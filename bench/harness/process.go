@@ -42,8 +42,9 @@ func StartProcess(name, dir string, env []string, logPath string, stdout io.Writ
 		cmd.Stdout = stdout
 	}
 	// Own process group, so a Ctrl-C to the harness reaches the children
-	// only through Stop (and their own children with them).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// only through Stop (and their own children with them); SIGTERM if the
+	// harness dies without stopping them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
