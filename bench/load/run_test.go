@@ -94,6 +94,32 @@ func TestVaryGivesEveryRequestItsOwnBody(t *testing.T) {
 	}
 }
 
+func TestVaryURLSendsEachRequestToItsOwnURL(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	d := doerFunc(func(req *fasthttp.Request, resp *fasthttp.Response) error {
+		mu.Lock()
+		seen[string(req.URI().FullURI())] = true
+		mu.Unlock()
+		resp.SetStatusCode(200)
+		return nil
+	})
+	req := &Request{Method: "GET", URL: "http://127.0.0.1:9/items", VaryURL: func(dst []byte, n uint64) []byte {
+		return fasthttpAppendUint(append(dst, "http://127.0.0.1:9/items?page="...), n%7)
+	}}
+	res, err := Closed(context.Background(), d, req, 4, Window{Duration: 30 * time.Millisecond})
+	if err != nil || res.OK < 7 {
+		t.Fatalf("%v, %d ok", err, res.OK)
+	}
+	if len(seen) != 7 || !seen["http://127.0.0.1:9/items?page=6"] {
+		t.Fatalf("urls %v", seen)
+	}
+}
+
+type doerFunc func(req *fasthttp.Request, resp *fasthttp.Response) error
+
+func (f doerFunc) Do(req *fasthttp.Request, resp *fasthttp.Response) error { return f(req, resp) }
+
 func fasthttpAppendUint(dst []byte, n uint64) []byte { return fasthttp.AppendUint(dst, int(n)) }
 
 func TestOpenSendsAtTheRateAndTimesFromIntendedSend(t *testing.T) {
