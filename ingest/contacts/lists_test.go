@@ -538,6 +538,26 @@ func TestDeepPagesMatchTheTruth(t *testing.T) {
 	if got := e.count(t, "SELECT coalesce(sum(n),0) FROM contact_buckets WHERE workspace_id = $1", ws); got != n {
 		t.Fatalf("bucket sum %d, want %d", got, n)
 	}
+	// The counters kept by the store and the triggers equal a recount.
+	snapshot := func() string {
+		var s string
+		err := e.pool.QueryRow(ctx, `SELECT coalesce(string_agg(k, ',' ORDER BY k), '') FROM (
+			SELECT 'c/' || status || '/' || bucket || '=' || n AS k FROM contact_buckets WHERE workspace_id = $1 AND n <> 0
+			UNION ALL SELECT 'l/' || status || '/' || bucket || '=' || n FROM list_buckets WHERE list_id = $2 AND n <> 0
+			UNION ALL SELECT 'count=' || contact_count FROM lists WHERE id = $2
+			UNION ALL SELECT 'total=' || total || '/' || last_seq FROM contact_stats WHERE workspace_id = $1) x`, ws, l.ID).Scan(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := snapshot()
+	if err := e.store.RebuildCounters(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapshot(); after != before {
+		t.Fatalf("maintained counters differ from a recount:\n kept    %.400s\n recount %.400s", before, after)
+	}
 }
 
 func idsOf(cs []contacts.Contact) []string {

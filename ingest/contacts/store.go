@@ -417,5 +417,27 @@ func rawOrNull(b []byte) json.RawMessage {
 	return json.RawMessage(b)
 }
 
-// joinKeys is used in error messages.
-func joinKeys(keys []string) string { return strings.Join(keys, ", ") }
+
+//go:embed sql/rebuild_counters.sql
+var sqlRebuildCounters string
+
+// RebuildCounters recomputes ws's contact total, seq high-water mark, page
+// buckets and list counts from the rows themselves. Use it after loading
+// contacts or memberships without the Store (e.g. COPY); the Store and the
+// triggers keep them exact otherwise.
+func (s *Store) RebuildCounters(ctx context.Context, ws string) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("rebuild counters of %s: %w", ws, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
+	for _, stmt := range strings.Split(sqlRebuildCounters, "\n;\n") {
+		if _, err := tx.Exec(ctx, stmt, ws); err != nil {
+			return fmt.Errorf("rebuild counters of %s: %w", ws, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("rebuild counters of %s: %w", ws, err)
+	}
+	return nil
+}
