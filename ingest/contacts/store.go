@@ -417,7 +417,6 @@ func rawOrNull(b []byte) json.RawMessage {
 	return json.RawMessage(b)
 }
 
-
 //go:embed sql/rebuild_counters.sql
 var sqlRebuildCounters string
 
