@@ -1,9 +1,13 @@
 package ingest_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -90,7 +94,8 @@ func TestMeAndOpenAPI(t *testing.T) {
 }
 
 func TestAuthenticationFailuresAre401AndNotLogged(t *testing.T) {
-	h := ingesttest.StartWith(t, ingesttest.Options{Config: ingest.Config{KeyCacheTTL: 300 * time.Millisecond}})
+	tr := &testRoutes{}
+	h := ingesttest.StartWith(t, ingesttest.Options{Config: ingest.Config{KeyCacheTTL: 300 * time.Millisecond}}, tr.routes()...)
 	ctx := context.Background()
 	ws, key := h.NewWorkspace(t, ingesttest.WorkspaceOpts{})
 	past := time.Now().Add(-time.Minute)
@@ -137,8 +142,10 @@ func TestAuthenticationFailuresAre401AndNotLogged(t *testing.T) {
 
 	// A marker that IS logged (an authenticated 403), published in the background like any non-2xx record.
 	_, scoped := h.NewWorkspace(t, ingesttest.WorkspaceOpts{Scopes: []string{"contacts:read"}})
-	h.Do("POST", "/api/v1/test/x/echo", scoped, `{}`)
-	logs := h.ConsumeUntil(t, schemas.TopicRequestLog, 10*time.Second, func(envs []schemas.Envelope) bool {
+	if st, b := h.Do("POST", "/api/v1/test/x/echo", scoped, `{}`); st != 403 {
+		t.Fatalf("marker: %d %s", st, b)
+	}
+	h.ConsumeUntil(t, schemas.TopicRequestLog, 10*time.Second, func(envs []schemas.Envelope) bool {
 		for _, e := range envs {
 			if bytes.Contains(e.Payload, []byte(`"status":403`)) {
 				return true
@@ -146,6 +153,7 @@ func TestAuthenticationFailuresAre401AndNotLogged(t *testing.T) {
 		}
 		return false
 	})
+	logs := h.Consume(t, schemas.TopicRequestLog)
 	for _, e := range logs {
 		var rl schemas.RequestLog
 		_ = json.Unmarshal(e.Payload, &rl)
@@ -254,10 +262,22 @@ func TestPayloadTooLargeProcessesNothing(t *testing.T) {
 	if e := errBody(t, b); st != 413 || e.Code != "PAYLOAD_TOO_LARGE" {
 		t.Fatalf("64 KB+ on /public: %d %s", st, b)
 	}
-	huge := bytes.Repeat([]byte("x"), 16<<20+100<<10)
-	st, b = h.Do("POST", "/api/v1/test/x/echo", key, huge)
-	if e := errBody(t, b); st != 413 || e.Code != "PAYLOAD_TOO_LARGE" {
-		t.Fatalf("16 MB+ on /v1: %d %s", st, b)
+	// Over 16 MB: refused from the Content-Length, before the body is read
+	// (a raw connection, since the server answers and closes mid-upload).
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/test/x/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", key, 17<<20)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("16 MB+ on /v1: %v", err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	if e := errBody(t, b); resp.StatusCode != 413 || e.Code != "PAYLOAD_TOO_LARGE" {
+		t.Fatalf("16 MB+ on /v1: %d %s", resp.StatusCode, b)
 	}
 	if tr.calls.Load() != 0 {
 		t.Fatalf("handler ran %d times for refused bodies", tr.calls.Load())

@@ -22,7 +22,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest"
@@ -222,58 +224,117 @@ func (h *Harness) DoRequest(req *http.Request) (*http.Response, []byte) {
 	return resp, data
 }
 
-// Consume returns every envelope published so far to topic (a schemas.Topic
-// constant), in partition order. Publishes that a 2xx answered are always
-// visible; request-log records of other answers are published in the
-// background, so use ConsumeUntil for them.
+// Consume returns every envelope published to topic (a schemas.Topic
+// constant) up to now, partition by partition. Publishes that a 2xx answered
+// are always there; request-log records of other answers are published in
+// the background, so wait for those with ConsumeUntil.
 func (h *Harness) Consume(t testing.TB, topic string) []schemas.Envelope {
 	t.Helper()
-	return h.ConsumeUntil(t, topic, 0, nil)
+	cl := h.consumer(t, topic)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ends, err := endOffsets(ctx, cl, topic)
+	if err != nil {
+		t.Fatalf("ingesttest: end offsets of %s: %v", topic, err)
+	}
+	var out []schemas.Envelope
+	next := map[int32]int64{}
+	pending := func() bool {
+		for p, end := range ends {
+			if next[p] < end {
+				return true
+			}
+		}
+		return false
+	}
+	for pending() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("ingesttest: consume %s: timed out (have %v of %v)", topic, next, ends)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next[r.Partition] = r.Offset + 1
+			if end, ok := ends[r.Partition]; ok && r.Offset < end {
+				out = append(out, decodeEnv(t, topic, r.Value))
+			}
+		})
+	}
+	return out
 }
 
-// ConsumeUntil reads topic from the start until done(all so far) is true
-// or timeout passes (then it returns what it has); nil done reads until the
-// topic is idle.
+// ConsumeUntil calls Consume until done(envelopes) is true or timeout
+// passes, and returns the last read.
 func (h *Harness) ConsumeUntil(t testing.TB, topic string, timeout time.Duration, done func([]schemas.Envelope) bool) []schemas.Envelope {
 	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		out := h.Consume(t, topic)
+		if done(out) || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (h *Harness) consumer(t testing.TB, topic string) *kgo.Client {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(h.Brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatalf("ingesttest: consumer: %v", err)
 	}
-	defer cl.Close()
-	deadline := time.Now().Add(timeout)
-	var out []schemas.Envelope
-	idle := 0
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			var env schemas.Envelope
-			if err := json.Unmarshal(r.Value, &env); err != nil {
-				t.Errorf("ingesttest: %s: record is not an envelope: %v", topic, err)
-				return
-			}
-			out = append(out, env)
-		})
-		if done != nil && done(out) {
-			return out
+	return cl
+}
+
+// endOffsets returns each partition's high watermark.
+func endOffsets(ctx context.Context, cl *kgo.Client, topic string) (map[int32]int64, error) {
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	meta.Topics = append(meta.Topics, mt)
+	mresp, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = topic
+	for _, t := range mresp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return nil, err
 		}
-		if n == 0 {
-			idle++
-		} else {
-			idle = 0
-		}
-		if done == nil && idle >= 2 {
-			return out
-		}
-		if done != nil && time.Now().After(deadline) {
-			return out
+		for _, p := range t.Partitions {
+			lp := kmsg.NewListOffsetsRequestTopicPartition()
+			lp.Partition = p.Partition
+			lp.Timestamp = -1 // latest
+			lt.Partitions = append(lt.Partitions, lp)
 		}
 	}
+	req.Topics = append(req.Topics, lt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	ends := map[int32]int64{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, err
+			}
+			if p.Offset > 0 {
+				ends[p.Partition] = p.Offset
+			}
+		}
+	}
+	return ends, nil
+}
+
+func decodeEnv(t testing.TB, topic string, v []byte) schemas.Envelope {
+	var env schemas.Envelope
+	if err := json.Unmarshal(v, &env); err != nil {
+		t.Errorf("ingesttest: %s: record is not an envelope: %v", topic, err)
+	}
+	return env
 }
 
 // RequestLogs returns the request-log records published for a workspace.
