@@ -135,20 +135,33 @@ func (e *env) status(key, ref string) (int, map[string]any) {
 	return e.call("GET", "/api/v1/transactional/"+ref+"/status", key, nil)
 }
 
-// waitStatus polls until the message has status want.
+// waitStatus polls Postgres until the message has status want, then
+// returns what the status endpoint says (one call: it is rate limited).
+// id may be ext:<externalId>.
 func (e *env) waitStatus(key, id, want string) map[string]any {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		st, m := e.status(key, id)
-		if st == 200 && m["status"] == want {
-			return m
+		var s string
+		q := "SELECT status FROM transactional_messages WHERE id = $1"
+		arg := id
+		if strings.HasPrefix(id, "ext:") {
+			q, arg = "SELECT status FROM transactional_messages WHERE external_id = $1", strings.TrimPrefix(id, "ext:")
+		}
+		_ = e.pg.QueryRow(context.Background(), q, arg).Scan(&s)
+		if s == want {
+			break
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("message %s: status %v (%d), want %s: %v", id, m["status"], st, want, m)
+			e.t.Fatalf("message %s: status %q, want %s", id, s, want)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	st, m := e.status(key, id)
+	if st != 200 || m["status"] != want {
+		e.t.Fatalf("status of %s: %d %v, want %s", id, st, m, want)
+	}
+	return m
 }
 
 // template stores a template.
@@ -316,7 +329,7 @@ func (e *env) chStatuses(ws, messageID string, want int) []string {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		rows, err := e.ch.Query(context.Background(),
-			"SELECT status FROM message_status WHERE workspace = ? AND message_id = ? ORDER BY at, status LIMIT 1 BY event_id", ws, messageID)
+			"SELECT status FROM message_status WHERE workspace = ? AND message_id = ? ORDER BY at, indexOf(['queued', 'sent', 'delivered', 'bounced', 'complained', 'failed'], status) LIMIT 1 BY event_id", ws, messageID)
 		if err != nil {
 			e.t.Fatalf("clickhouse: %v", err)
 		}
