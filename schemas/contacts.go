@@ -1,6 +1,9 @@
 package schemas
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Envelope types published by ingest/contacts on TopicContacts. Every change
 // to a contact or a list membership publishes one of these; the partition key
@@ -56,17 +59,17 @@ var ContactWebhookEvents = map[string]string{
 // ContactPayload is the payload of contact.created.v1 and
 // contact.updated.v1: the contact after the change.
 type ContactPayload struct {
-	ContactID    string         `json:"contactId"`
-	Email        string         `json:"email"`
-	FirstName    *string        `json:"firstName"`
-	Country      *string        `json:"country"`
-	Language     *string        `json:"language"`
-	Status       string         `json:"status"`
-	Source       *string        `json:"source"`
-	CustomFields map[string]any `json:"customFields"`
-	Metadata     map[string]any `json:"metadata,omitempty"`
-	CreatedAt    time.Time      `json:"createdAt"`
-	UpdatedAt    time.Time      `json:"updatedAt"`
+	ContactID    string          `json:"contactId"`
+	Email        string          `json:"email"`
+	FirstName    *string         `json:"firstName"`
+	Country      *string         `json:"country"`
+	Language     *string         `json:"language"`
+	Status       string          `json:"status"`
+	Source       *string         `json:"source"`
+	CustomFields json.RawMessage `json:"customFields"` // object, key to value
+	Metadata     json.RawMessage `json:"metadata"`     // object or null
+	CreatedAt    time.Time       `json:"createdAt"`
+	UpdatedAt    time.Time       `json:"updatedAt"`
 	// UpdatedFields names what an update changed ("firstName",
 	// "customFields.plan", ...); empty on creation.
 	UpdatedFields []string `json:"updatedFields,omitempty"`

@@ -38,16 +38,11 @@ func (e *events) add(id, typ, contactID string, at time.Time, payload any) {
 
 // contactPayload converts a Contact for contact.created/updated.
 func contactPayload(c Contact, changed []string) schemas.ContactPayload {
-	p := schemas.ContactPayload{
+	return schemas.ContactPayload{
 		ContactID: c.ID, Email: c.Email, FirstName: c.FirstName, Country: c.Country, Language: c.Language,
-		Status: c.Status, Source: c.Source, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, UpdatedFields: changed,
+		Status: c.Status, Source: c.Source, CustomFields: rawOrEmpty(c.CustomFields), Metadata: rawOrNull(c.Metadata),
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, UpdatedFields: changed,
 	}
-	_ = json.Unmarshal(c.CustomFields, &p.CustomFields)
-	if p.CustomFields == nil {
-		p.CustomFields = map[string]any{}
-	}
-	_ = json.Unmarshal(c.Metadata, &p.Metadata)
-	return p
 }
 
 // created announces a new contact (id derived from the contact id: a
