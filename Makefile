@@ -34,13 +34,21 @@ down:
 
 # Serves in the foreground. Postgres and ClickHouse are started unless they
 # already run; `serve` starts (or reuses) its own broker process under
-# $(DATA)/kafka because SENDSTREAM_KAFKA_BROKERS stays unset. On exit or
-# Ctrl-C the databases are stopped again if this target started them; the
-# data stays in $(DATA) for the next start.
+# $(DATA)/kafka because SENDSTREAM_KAFKA_BROKERS stays unset. Unless something
+# already listens on 127.0.0.1:1025, `sendstream mailsink` takes the mail
+# (inbox on http://127.0.0.1:1080, log in $(DATA)/mailsink.log). On exit or
+# Ctrl-C the mail sink is stopped, and the databases too if this target
+# started them; the data stays in $(DATA) for the next start.
 run: install build
 	@started=0; bash $(STACK) status || started=1; \
+	cleanup=:; trap 'eval "$$cleanup"' EXIT; \
 	bash $(STACK) up --no-broker; \
-	if [[ $$started == 1 ]]; then trap 'bash $(STACK) down' EXIT; fi; \
+	if [[ $$started == 1 ]]; then cleanup='bash $(STACK) down'; fi; \
+	if ! (: </dev/tcp/127.0.0.1/1025) 2>/dev/null; then \
+		bin/sendstream mailsink --dir "$(DATA)/mail" >>"$(DATA)/mailsink.log" 2>&1 & \
+		cleanup="kill $$! 2>/dev/null || true; wait $$! || true; $$cleanup"; \
+	fi; \
+	echo "Mail inbox: http://127.0.0.1:1080 (SMTP 127.0.0.1:1025)"; \
 	export $$(grep -E '^SENDSTREAM_(POSTGRES_URL|CLICKHOUSE_ADDR|CLICKHOUSE_DB)=' "$(DATA)/stack.env" | xargs); \
 	bin/sendstream serve
 

@@ -23,12 +23,13 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"serve":   {"run the HTTP edge and every pipeline stage in one process", runServe},
-	"ingest":  {"run the HTTP edge only", runIngest},
-	"worker":  {"run pipeline stages only (--stages a,b)", runWorker},
-	"migrate": {"apply the Postgres and ClickHouse migrations, then exit", runMigrate},
-	"broker":  {"run the embedded Kafka-protocol broker (kfake) on a data dir", func(_ context.Context, args []string, _, _ io.Writer) error { return runBroker(args) }},
-	"admin":   {"operator commands; output is one JSON object (see README)", runAdmin},
+	"serve":    {"run the HTTP edge and every pipeline stage in one process", runServe},
+	"ingest":   {"run the HTTP edge only", runIngest},
+	"worker":   {"run pipeline stages only (--stages a,b)", runWorker},
+	"migrate":  {"apply the Postgres and ClickHouse migrations, then exit", runMigrate},
+	"broker":   {"run the embedded Kafka-protocol broker (kfake) on a data dir", func(_ context.Context, args []string, _, _ io.Writer) error { return runBroker(args) }},
+	"admin":    {"operator commands; output is one JSON object (see README)", runAdmin},
+	"mailsink": {"run a local SMTP sink with a web inbox (development)", runMailsink},
 }
 
 func main() {
