@@ -93,9 +93,17 @@ cmd_install() {
 	export DEBIAN_FRONTEND=noninteractive
 	"${sudo[@]}" apt-get update -qq >/dev/null
 	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
-	# Debian's packages may start system-wide services; we run our own instances.
+	# Debian's packages start system-wide services (PostgreSQL's `main`
+	# cluster on 5432, ClickHouse on 9000/8123); we run our own instances, so
+	# stop the ones we just installed.
 	if command -v service >/dev/null 2>&1; then
-		"${sudo[@]}" service clickhouse-server stop >/dev/null 2>&1 || true
+		local p
+		for p in "${pkgs[@]}"; do
+			case $p in
+			postgresql-15) "${sudo[@]}" service postgresql stop >/dev/null 2>&1 || true ;;
+			clickhouse-server) "${sudo[@]}" service clickhouse-server stop >/dev/null 2>&1 || true ;;
+			esac
+		done
 	fi
 }
 
