@@ -601,16 +601,32 @@ func contactEvents(ws, requestID string, r contacts.UpsertResult) []schemas.Enve
 	default:
 		return nil
 	}
-	p := schemas.ContactPayload{ContactID: c.ID, Email: c.Email, FirstName: c.FirstName, Country: c.Country,
-		Language: c.Language, Status: c.Status, Source: c.Source, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+	// The JSON shape of schemas.ContactPayload, built from the stored
+	// values as they are.
+	p := struct {
+		ContactID     string          `json:"contactId"`
+		Email         string          `json:"email"`
+		FirstName     *string         `json:"firstName"`
+		Country       *string         `json:"country"`
+		Language      *string         `json:"language"`
+		Status        string          `json:"status"`
+		Source        *string         `json:"source"`
+		CustomFields  json.RawMessage `json:"customFields"`
+		Metadata      json.RawMessage `json:"metadata,omitempty"`
+		CreatedAt     time.Time       `json:"createdAt"`
+		UpdatedAt     time.Time       `json:"updatedAt"`
+		UpdatedFields []string        `json:"updatedFields,omitempty"`
+	}{ContactID: c.ID, Email: c.Email, FirstName: c.FirstName, Country: c.Country, Language: c.Language, Status: c.Status,
+		Source: c.Source, CustomFields: c.CustomFields, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 	if !r.Created {
 		p.UpdatedFields = r.Changed
 	}
-	_ = json.Unmarshal(c.CustomFields, &p.CustomFields)
-	if p.CustomFields == nil {
-		p.CustomFields = map[string]any{}
+	if len(p.CustomFields) == 0 {
+		p.CustomFields = json.RawMessage(`{}`)
 	}
-	_ = json.Unmarshal(c.Metadata, &p.Metadata)
+	if len(c.Metadata) > 0 && string(c.Metadata) != "null" {
+		p.Metadata = c.Metadata
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil
