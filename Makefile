@@ -49,7 +49,7 @@ run: install build
 		cleanup="kill $$! 2>/dev/null || true; wait $$! || true; $$cleanup"; \
 	fi; \
 	echo "Mail inbox: http://127.0.0.1:1080 (SMTP 127.0.0.1:1025)"; \
-	export $$(grep -E '^SENDSTREAM_(POSTGRES_URL|CLICKHOUSE_ADDR|CLICKHOUSE_DB)=' "$(DATA)/stack.env" | xargs); \
+	set -a; . <(grep -E '^SENDSTREAM_(POSTGRES_URL|CLICKHOUSE_ADDR|CLICKHOUSE_DB)=' "$(DATA)/stack.env"); set +a; \
 	bin/sendstream serve
 
 test: install build
