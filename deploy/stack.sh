@@ -84,6 +84,7 @@ cmd_install() {
 	command -v flock >/dev/null 2>&1 || pkgs+=(util-linux)
 	command -v setsid >/dev/null 2>&1 || pkgs+=(util-linux)
 	command -v curl >/dev/null 2>&1 || pkgs+=(curl)
+	command -v gcc >/dev/null 2>&1 || pkgs+=(gcc libc6-dev) # cgo, for `go test -race`
 	# Headless browser for the track.js test (ingest/tracking drives it over the DevTools pipe).
 	command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
 	((${#pkgs[@]})) || return 0
