@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
@@ -18,6 +19,7 @@ import (
 type openapiValidator struct {
 	v     validator.Validator
 	model *v3.Document
+	mu    sync.Mutex // libopenapi builds schemas lazily and is not safe for concurrent use
 }
 
 func newOpenAPIValidator() (*openapiValidator, error) {
@@ -62,6 +64,8 @@ func ValidateDocument() []string {
 }
 
 func (o *openapiValidator) validate(req *http.Request, resp *http.Response, body []byte) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	item, errs, _ := paths.FindPath(req, o.model)
 	if item == nil || len(errs) > 0 {
 		return "" // not described: nothing to check
