@@ -31,7 +31,11 @@ func featureRoutes(cfg Config, res pipeline.Resources) []ingest.Route {
 		PG: res.Postgres, Contacts: contactStore, SiteURL: cfg.SiteURL, Secret: cfg.Secret, Logger: res.Logger,
 	})...)
 	// Events and website tracking (ingest/events, ingest/tracking).
-	routes = append(routes, events.Routes(events.Deps{Store: events.NewStore(res.Postgres, events.StoreConfig{})})...)
+	eventStore, err := events.NewStore(res.Postgres, events.StoreConfig{})
+	if err != nil {
+		panic(err)
+	}
+	routes = append(routes, events.Routes(events.Deps{Store: eventStore})...)
 	routes = append(routes, tracking.Routes(tracking.Deps{
 		Auth:    auth.NewCache(auth.NewStore(res.Postgres), auth.CacheConfig{TTL: cfg.KeyCacheTTL}),
 		Limiter: ratelimit.New(res.Postgres, ratelimit.Options{}),

@@ -23,7 +23,11 @@ import (
 // start runs the real server with the event routes on the test stack.
 func start(t *testing.T) *ingesttest.Harness {
 	t.Helper()
-	store := events.NewStore(stack.PG(t), events.StoreConfig{})
+	store, err := events.NewStore(stack.PG(t), events.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
 	return ingesttest.Start(t, events.Routes(events.Deps{Store: store})...)
 }
 

@@ -25,7 +25,12 @@ import (
 func start(t *testing.T) *ingesttest.Harness {
 	t.Helper()
 	pg := stack.PG(t)
-	routes := events.Routes(events.Deps{Store: events.NewStore(pg, events.StoreConfig{})})
+	store, err := events.NewStore(pg, events.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	routes := events.Routes(events.Deps{Store: store})
 	routes = append(routes, tracking.Routes(tracking.Deps{
 		Auth:    auth.NewCache(auth.NewStore(pg), auth.CacheConfig{TTL: time.Second}),
 		Limiter: ratelimit.New(pg, ratelimit.Options{}),
