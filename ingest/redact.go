@@ -51,9 +51,12 @@ var firstOf = func() (t [256]byte) {
 }()
 
 // mentionsSensitive is the fast path: a case-insensitive scan for any secret
-// word or "attachments". A \u escape also counts, since it could spell a
-// secret key name.
+// word or "attachments" inside an object key (anywhere, for a body that is
+// not a JSON object or array). A \u escape also counts, since it could
+// spell a secret key name.
 func mentionsSensitive(b []byte) bool {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	jsonish := len(t) > 0 && (t[0] == '{' || t[0] == '[')
 	for i := 0; i+1 < len(b); i++ {
 		if firstOf[b[i]] == 0 {
 			continue
@@ -81,9 +84,32 @@ func mentionsSensitive(b []byte) bool {
 				hit = hasFoldPrefix(rest, "attachments")
 			}
 		}
-		if hit {
+		if hit && (!jsonish || b[i] == '\\' || inKey(b, i)) {
 			return true
 		}
+	}
+	return false
+}
+
+// inKey reports whether position i is inside an object key: the string it
+// is in closes and is followed by a colon. Values that merely contain a
+// word ("kind":"api_key") then keep the fast path.
+func inKey(b []byte, i int) bool {
+	j := i
+	for j < len(b) && b[j] != '"' {
+		if b[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	for j++; j < len(b); j++ {
+		switch b[j] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case ':':
+			return true
+		}
+		return false
 	}
 	return false
 }

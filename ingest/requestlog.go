@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -86,6 +85,9 @@ func encodeBody(res Result) []byte {
 // publish sends msgs plus an optional request-log record with one Publish
 // per topic, the topics in parallel, and returns the first error.
 func (s *Server) publish(ctx context.Context, msgs []Message, logEnv *schemas.Envelope) error {
+	if len(msgs) == 0 && logEnv != nil { // the common case of a read-only call
+		return s.deps.Publisher.Publish(ctx, schemas.TopicRequestLog, *logEnv)
+	}
 	type group struct {
 		topic string
 		envs  []schemas.Envelope
@@ -153,10 +155,7 @@ func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, st
 		IP:           rc.RemoteIP().String(),
 		UserAgent:    string(rc.UserAgent()),
 	}
-	payload, err := json.Marshal(rl)
-	if err != nil { // cannot happen: every field is a plain type
-		payload = []byte(`{"status":` + strconv.Itoa(status) + `}`)
-	}
+	payload := appendRequestLog(make([]byte, 0, 256+len(reqText)+len(respText)), &rl)
 	return schemas.Envelope{
 		ID: id, Workspace: p.Workspace, Type: schemas.TypeRequestLogged, Key: p.Workspace,
 		OccurredAt: at, Payload: payload,

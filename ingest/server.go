@@ -345,13 +345,13 @@ func (s *Server) handle(rc *fasthttp.RequestCtx) {
 
 // serve runs every check, then the handler, and hands the answer to finish.
 func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start time.Time) {
-	res, p, ok := s.check(rc, rt)
-	if !ok {
-		s.finish(s.base, rc, rt, res, p, "", start)
-		return
-	}
 	ctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
 	defer cancel()
+	res, p, ok := s.check(ctx, rc, rt)
+	if !ok {
+		s.finish(ctx, rc, rt, res, p, "", start)
+		return
+	}
 	c := &st.call
 	*c = Call{
 		Ctx: ctx, Principal: p, Method: string(rc.Method()), Path: string(rc.Path()),
@@ -371,7 +371,7 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start t
 // check applies the body cap, authentication, scope, suspension, rate limit
 // and JSON checks in that order. ok false means res is the answer; p is the
 // principal when authentication succeeded (zero otherwise).
-func (s *Server) check(rc *fasthttp.RequestCtx, rt *route) (res Result, p Principal, ok bool) {
+func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route) (res Result, p Principal, ok bool) {
 	body := rc.PostBody()
 	if len(body) > rt.bodyCap || rc.Request.Header.ContentLength() > rt.bodyCap {
 		return tooLarge(rt.bodyCap), Principal{}, false
@@ -398,9 +398,7 @@ func (s *Server) check(rc *fasthttp.RequestCtx, rt *route) (res Result, p Princi
 			return Fail(403, "TEAM_SUSPENDED", "This workspace is suspended"), p, false
 		}
 		if rt.Limit > 0 && s.limiter != nil {
-			ctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
 			allowed, err := s.limiter.Allow(ctx, p.Workspace, rt.limitName, int64(rt.Limit)*mult)
-			cancel()
 			if err != nil {
 				s.log.Error("rate limit unavailable", "route", rt.Path, "err", err)
 				return unavailable(), p, false

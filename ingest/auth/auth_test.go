@@ -25,7 +25,6 @@ func (f *fakeSrc) Resolve(_ context.Context, kind string, h [32]byte) (Identity,
 	if !ok {
 		return Identity{}, ErrUnknown
 	}
-	id.Kind, id.hash = kind, h
 	return id, nil
 }
 

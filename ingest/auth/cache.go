@@ -143,6 +143,13 @@ func (c *Cache) lookup(ctx context.Context, kind string, h [32]byte, now int64) 
 		if err != nil {
 			return nil, err
 		}
+		id.hash = h
+		if id.Kind == "" {
+			id.Kind = kind
+		}
+		if id.RateMultiplier < 1 {
+			id.RateMultiplier = 1
+		}
 		p := &id
 		if c.ttl > 0 {
 			c.putPos(sh, h, p, until)

@@ -27,7 +27,9 @@ type env struct {
 	signer *contacts.Signer
 }
 
-func start(t *testing.T) *env {
+func start(t *testing.T) *env { return startB(t) }
+
+func startB(t testing.TB) *env {
 	t.Helper()
 	pool := stack.PG(t)
 	store := contacts.NewStore(pool)
@@ -153,7 +155,7 @@ func (e *env) list(t *testing.T, ws, name string, doi bool) contacts.List {
 }
 
 // field defines a custom field.
-func (e *env) field(t *testing.T, ws, key, typ string) {
+func (e *env) field(t testing.TB, ws, key, typ string) {
 	t.Helper()
 	if err := e.store.CreateCustomField(context.Background(), ws, key, typ); err != nil {
 		t.Fatal(err)

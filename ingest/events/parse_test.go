@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -123,6 +124,11 @@ func TestPayloadEncoding(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("invalid JSON %s: %v", b, err)
 	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, got.Properties); err != nil {
+		t.Fatal(err)
+	}
+	got.Properties = compact.Bytes()
 	want := schemas.EventPayload{
 		Event: "a.b", ContactID: "c1", Email: "x@y.co", GoalType: "purchase", Value: "-1.5e2", Currency: "USD",
 		ExternalID: in.ExternalID, OccurredAt: at, ReceivedAt: at.Add(time.Second),

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"sendstream/deploy/stack"
+	"sendstream/ingest"
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/ingesttest"
 	"sendstream/ingest/transactional"
@@ -62,7 +63,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	t.Cleanup(e.contacts.Close)
 	e.smtp = smtptest.Start(t, o.smtp)
 	deps := transactional.Deps{PG: pg, Contacts: e.contacts, Secret: secret, SNS: o.sns}
-	e.h = ingesttest.Start(t, transactional.Routes(deps)...)
+	// Multi-megabyte bodies are slow under the race detector: allow time.
+	e.h = ingesttest.StartWith(t, ingesttest.Options{Config: ingest.Config{RequestTimeout: 3 * time.Minute}}, transactional.Routes(deps)...)
+	e.h.Client.Timeout = 3 * time.Minute
 	e.smtpURL = "smtp://" + e.smtp.Addr + "?tls=none&breaker_failures=3&breaker_open=300ms" + o.smtpQuery
 	if !o.noStages {
 		e.ch = stack.CH(t)
