@@ -176,6 +176,9 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 		defer br.Close()
 		if t.Email != "" {
 			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("plan mode: %w", err)
+			}
+			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("lock contact stats: %w", err)
 			}
 			q, err := br.Query()

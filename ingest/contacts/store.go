@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,6 +34,8 @@ var (
 // maxAttempts bounds how often one upsert is run again after a deadlock, a
 // serialization failure or a concurrent creation of the same email.
 const maxAttempts = 5
+
+var ProbeBatchNanos, ProbeBatchRows, ProbeBatches atomic.Int64
 
 // batchTimeout bounds one upsert statement batch.
 const batchTimeout = 30 * time.Second
@@ -205,6 +208,7 @@ func encodeCustom(m map[string]any) (*string, error) {
 
 // queue adds lock_for_create.sql and upsert_contacts.sql to b.
 func (a *upsertArgs) queue(b *pgx.Batch, ws string, updateExisting bool) {
+	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
 	b.Queue(sqlLockForCreate, ws, a.emails)
 	b.Queue(sqlUpsertContacts, ws, a.ids, a.emails, a.firstNames, a.countries, a.languages,
 		a.custom, a.sources, a.metadata, a.statuses, updateExisting)
@@ -259,12 +263,17 @@ func (s *Store) execUpserts(ctx context.Context, ws string, batch []*pending) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, batchTimeout)
 	defer cancel()
+	t0 := time.Now()
+	defer func() { ProbeBatchNanos.Add(int64(time.Since(t0))); ProbeBatchRows.Add(int64(len(batch))); ProbeBatches.Add(1) }()
 	var rows []upsertRow
 	err := retryTx(ctx, func() error {
 		b := &pgx.Batch{}
 		a.queue(b, ws, true)
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("plan mode: %w", err)
+		}
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("lock contact stats: %w", err)
 		}

@@ -38,6 +38,8 @@ func TestZZProbeBatch(t *testing.T) {
 		}
 		wg.Wait()
 		el := time.Since(startT)
+		nb := contacts.ProbeBatches.Swap(0)
+		t.Logf("batches %d, mean rows %.1f, mean exec %v", nb, float64(contacts.ProbeBatchRows.Swap(0))/float64(nb), time.Duration(contacts.ProbeBatchNanos.Swap(0)/nb))
 		t.Logf("conc %d: %d upserts in %s = %.0f/s", conc, n, el, float64(n)/el.Seconds())
 	}
 }

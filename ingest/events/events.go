@@ -73,7 +73,7 @@ type accepted struct {
 
 // lookupOf is the Lookup of one validated event.
 func lookupOf(ws string, in *Input) Lookup {
-	l := Lookup{Workspace: ws, Email: in.Email, ContactID: in.ContactID, ExternalID: in.ExternalID}
+	l := Lookup{Workspace: ws, Email: in.Email, ContactID: in.ContactID}
 	if in.ExternalID != "" {
 		l.EventID = schemas.IDFromKey(ws, schemas.EventIDScope, in.ExternalID)
 	}

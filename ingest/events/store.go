@@ -18,11 +18,13 @@ var sqlResolve string
 // Lookup is what one event needs resolved before it is accepted: its
 // contact and, with an externalId, its idempotency claim.
 type Lookup struct {
-	Workspace  string
-	Email      string // normalised; "" when absent
-	ContactID  string // "" when absent
-	ExternalID string // "" when absent
-	EventID    string // the id the event gets when its claim is new
+	Workspace string
+	Email     string // normalised; "" when absent
+	ContactID string // "" when absent
+	// EventID is set only for an event with an externalId: its derived id
+	// (schemas.IDFromKey(workspace, schemas.EventIDScope, externalId)),
+	// which is also the claim's key.
+	EventID string
 }
 
 // Resolution answers a Lookup.
@@ -124,14 +126,14 @@ var requestPool = sync.Pool{New: func() any { return &request{done: make(chan st
 // Resolve resolves every lookup of one call (one event, or the rows of an
 // import) in one statement shared with concurrent callers, writing out[i]
 // for in[i]. Lookups with neither contact nor externalId resolve to nothing
-// without Postgres. Repeats of one (workspace, externalId) within in or
-// within a shared statement resolve as duplicates of the first. An error
+// without Postgres. Repeats of one claim (event id) within in or within a
+// shared statement resolve as duplicates of the first. An error
 // wraps ErrUnavailable; some claims may have been made then (a retry finds
 // them and republishes, see Resolution.Fresh).
 func (s *Store) Resolve(ctx context.Context, in []Lookup, out []Resolution) error {
 	need := false
 	for i := range in {
-		if in[i].Email != "" || in[i].ContactID != "" || in[i].ExternalID != "" {
+		if in[i].Email != "" || in[i].ContactID != "" || in[i].EventID != "" {
 			need = true
 			break
 		}
@@ -205,13 +207,11 @@ func (s *Store) run(ctx context.Context, batch []*request) error {
 	ws := make([]string, 0, n)
 	email := make([]string, 0, n)
 	contact := make([]string, 0, n)
-	ext := make([]string, 0, n)
 	evid := make([]string, 0, n)
-	// Fold repeats of (workspace, externalId) onto their first occurrence:
+	// Fold repeats of one claim (one event id) onto their first occurrence:
 	// first[i] is the index (in the flat order) of the row that claims for
 	// row i, or -1 when row i is its own.
-	type claimKey struct{ ws, ext string }
-	var seen map[claimKey]int
+	var seen map[string]int
 	first := make([]int, n)
 	rowOf := make([]int, 0, n) // statement row -> flat index
 	flat := 0
@@ -219,27 +219,24 @@ func (s *Store) run(ctx context.Context, batch []*request) error {
 		for i := range r.in {
 			l := &r.in[i]
 			first[flat] = -1
-			if l.Email == "" && l.ContactID == "" && l.ExternalID == "" {
+			if l.Email == "" && l.ContactID == "" && l.EventID == "" {
 				flat++
 				continue
 			}
-			x := l.ExternalID
-			if x != "" {
+			if l.EventID != "" {
 				if seen == nil {
-					seen = make(map[claimKey]int)
+					seen = make(map[string]int)
 				}
-				k := claimKey{l.Workspace, x}
-				if j, ok := seen[k]; ok {
+				if j, ok := seen[l.EventID]; ok {
 					first[flat] = j
 					flat++
 					continue
 				}
-				seen[k] = flat
+				seen[l.EventID] = flat
 			}
 			ws = append(ws, l.Workspace)
 			email = append(email, l.Email)
 			contact = append(contact, l.ContactID)
-			ext = append(ext, x)
 			evid = append(evid, l.EventID)
 			rowOf = append(rowOf, flat)
 			flat++
@@ -247,25 +244,26 @@ func (s *Store) run(ctx context.Context, batch []*request) error {
 	}
 	res := make([]Resolution, n)
 	if len(ws) > 0 {
-		rows, err := s.pg.Query(ctx, sqlResolve, ws, email, contact, ext, evid, s.cfg.RepublishWindow.Seconds())
+		rows, err := s.pg.Query(ctx, sqlResolve, ws, email, contact, evid, s.cfg.RepublishWindow.Seconds())
 		if err != nil {
 			return fmt.Errorf("%w: resolve %d events: %w", ErrUnavailable, len(ws), err)
 		}
 		var (
-			ord                            int64
-			matched, claimEvent, claimCont string
-			inserted, fresh                bool
+			ord                      int64
+			matched, claimCont       string
+			claimed, inserted, fresh bool
 		)
-		_, err = pgx.ForEachRow(rows, []any{&ord, &matched, &claimEvent, &claimCont, &inserted, &fresh}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&ord, &matched, &claimed, &claimCont, &inserted, &fresh}, func() error {
 			if ord < 1 || int(ord) > len(rowOf) {
 				return fmt.Errorf("resolve: row %d out of range", ord)
 			}
-			r := &res[rowOf[ord-1]]
-			if claimEvent == "" {
+			k := rowOf[ord-1]
+			r := &res[k]
+			if !claimed {
 				r.ContactID = matched
 				return nil
 			}
-			r.EventID = claimEvent
+			r.EventID = evid[ord-1]
 			r.ContactID = claimCont
 			r.Duplicate = !inserted
 			r.Fresh = fresh

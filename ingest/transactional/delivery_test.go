@@ -59,7 +59,10 @@ func TestConcurrentSameExternalIDSendsOnce(t *testing.T) {
 			t.Fatalf("answers name different messages: %s and %s", ids[0], id)
 		}
 	}
-	e.waitStatus(key, "ext:same-key", "sent")
+	e.waitStatus(key, ids[0], "sent")
+	if _, byExt := e.status(key, "ext:same-key"); byExt["id"] != ids[0] {
+		t.Errorf("status by ext: %v", byExt)
+	}
 	time.Sleep(1500 * time.Millisecond) // room for a duplicate to show up
 	if got := e.messagesTo("once@example.test"); len(got) != 1 {
 		t.Fatalf("%d messages at the SMTP server, want exactly 1", len(got))

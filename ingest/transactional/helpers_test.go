@@ -140,18 +140,12 @@ func (e *env) status(key, ref string) (int, map[string]any) {
 
 // waitStatus polls Postgres until the message has status want, then
 // returns what the status endpoint says (one call: it is rate limited).
-// id may be ext:<externalId>.
 func (e *env) waitStatus(key, id, want string) map[string]any {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var s string
-		q := "SELECT status FROM transactional_messages WHERE id = $1"
-		arg := id
-		if strings.HasPrefix(id, "ext:") {
-			q, arg = "SELECT status FROM transactional_messages WHERE external_id = $1", strings.TrimPrefix(id, "ext:")
-		}
-		_ = e.pg.QueryRow(context.Background(), q, arg).Scan(&s)
+		_ = e.pg.QueryRow(context.Background(), "SELECT status FROM transactional_messages WHERE id = $1", id).Scan(&s)
 		if s == want {
 			break
 		}
