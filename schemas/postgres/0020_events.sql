@@ -1,6 +1,7 @@
 -- Events and goals (ingest/events, stages/goals).
 --
--- event_claims: the externalId idempotency claims of POST /v1/events,
+-- event_claims (replaced by 0021_event_claims_by_id.sql): the externalId
+-- idempotency claims of POST /v1/events,
 -- /v1/events/import and /public/events. One row per (workspace, externalId),
 -- inserted in the same statement that resolves the contact, before the event
 -- is published; a repeat finds the row and answers "duplicate" with its
