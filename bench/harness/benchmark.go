@@ -41,9 +41,20 @@ type Benchmark struct {
 	// stack or server is needed.
 	SelfTest bool
 
+	// Prepare, when set, runs before the system starts; the environment
+	// variables it returns are added to the server's (e.g. the
+	// SENDSTREAM_SMTP_URL of a mail sink the benchmark runs), and cleanup
+	// (may be nil) runs when the benchmark ends.
+	Prepare func(ctx context.Context, dir string) (env []string, cleanup func(), err error)
 	// Setup runs once after the system started and the bench workspace
 	// exists (e.g. to seed data).
 	Setup func(ctx context.Context, s *System) error
+	// Work, when set, replaces the closed-loop HTTP run of the system in
+	// each pair: it drives the system for w.Warmup, calls w.OnStart, runs
+	// for w.Duration, calls w.OnEnd, and returns the operations completed
+	// in that window (e.g. messages delivered end to end). Request is still
+	// sent once as the probe.
+	Work func(ctx context.Context, s *System, w load.Window) (ops float64, err error)
 	// Request builds the system's closed-loop request once; it is reused
 	// across every run of the benchmark.
 	Request func(s *System) *load.Request

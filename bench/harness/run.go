@@ -70,6 +70,8 @@ type runner struct {
 	s     *System
 	procs []*Process
 	conns int
+	// cleanup of the benchmark's Prepare, run after the system stopped.
+	cleanup func()
 }
 
 // Run measures one benchmark and returns its report (also on error, with
@@ -115,6 +117,10 @@ func (r *runner) stop() {
 	}
 	for _, p := range r.procs {
 		p.Stop(5 * time.Second)
+	}
+	if r.cleanup != nil {
+		r.cleanup()
+		r.cleanup = nil
 	}
 }
 
@@ -214,8 +220,17 @@ func (r *runner) startSystem(ctx context.Context) error {
 		r.s = &System{Root: r.o.Root, Dir: r.dir, BaseURL: url, Server: p, ServerProcs: r.o.ServerProcs}
 		sd.req = bl.Request(url)
 	} else {
+		var env []string
+		if r.b.Prepare != nil {
+			var cleanup func()
+			var err error
+			if env, cleanup, err = r.b.Prepare(ctx, r.dir); err != nil {
+				return fmt.Errorf("prepare %s: %w", r.b.Name, err)
+			}
+			r.cleanup = cleanup
+		}
 		r.logf("%s: starting a fresh broker and sendstream serve (GOMAXPROCS=%d)", r.b.Name, r.o.ServerProcs)
-		s, err := StartSystem(ctx, r.o.Root, r.o.Bin, r.dir, r.o.Stack, r.o.ServerProcs)
+		s, err := StartSystem(ctx, r.o.Root, r.o.Bin, r.dir, r.o.Stack, r.o.ServerProcs, env...)
 		if err != nil {
 			return err
 		}
@@ -319,6 +334,19 @@ func (r *runner) measure(ctx context.Context, attempt int, kind string, sd *side
 		return run, nil
 	}
 	meter := &proc.Meter{PIDs: sd.pids}
+	if kind == "system" && r.b.Work != nil && !r.b.SelfTest {
+		ops, err := r.b.Work(ctx, r.s, load.Window{Warmup: r.o.Warmup, Duration: r.o.Duration, OnStart: meter.Start, OnEnd: meter.End})
+		if err != nil {
+			return nil, fmt.Errorf("system run of %s: %w", sd.name, err)
+		}
+		run.OpsPerSec = ops / r.o.Duration.Seconds()
+		run.CPUUsPerOp = meter.PerOp(ops)
+		if s, ok := run.CPUUsPerOp["server"]; ok {
+			run.CPUUsPerOp["server+broker"] = round3(s + run.CPUUsPerOp["broker"])
+		}
+		r.rep.Runs = append(r.rep.Runs, *run)
+		return run, nil
+	}
 	res, err := load.Closed(ctx, sd.client, sd.req, r.conns, load.Window{
 		Warmup: r.o.Warmup, Duration: r.o.Duration, OnStart: meter.Start, OnEnd: meter.End})
 	if err != nil {

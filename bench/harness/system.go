@@ -72,7 +72,8 @@ func StartBroker(ctx context.Context, bin, dir string) (*Process, string, error)
 // StartSystem starts a fresh broker and `sendstream serve` (GOMAXPROCS=procs)
 // against the local stack, waits for /readyz, and creates the bench
 // workspace (enterprise plan, rate multiplier 1,000,000) with the admin CLI.
-func StartSystem(ctx context.Context, root, bin, dir string, stack StackEnv, procs int) (*System, error) {
+// extraEnv is added to the server's environment.
+func StartSystem(ctx context.Context, root, bin, dir string, stack StackEnv, procs int, extraEnv ...string) (*System, error) {
 	s := &System{Root: root, Bin: bin, Dir: dir, Stack: stack, ServerProcs: procs}
 	var err error
 	if s.Broker, s.BrokerAddr, err = StartBroker(ctx, bin, dir); err != nil {
@@ -83,7 +84,7 @@ func StartSystem(ctx context.Context, root, bin, dir string, stack StackEnv, pro
 		return nil, err
 	}
 	s.BaseURL = "http://" + s.Addr
-	s.Server, err = StartProcess("server", root, s.env("GOMAXPROCS="+strconv.Itoa(procs)),
+	s.Server, err = StartProcess("server", root, s.env(append([]string{"GOMAXPROCS=" + strconv.Itoa(procs)}, extraEnv...)...),
 		filepath.Join(dir, "server.log"), nil, bin, "serve")
 	if err != nil {
 		s.Stop()
