@@ -4,7 +4,8 @@
  * API: ICTrack.identify(email), ICTrack.track(name, properties),
  * ICTrack.goal(goalType, {value, currency, externalId, email, event}),
  * ICTrack.reset(). Calls made before the script loaded may be queued as
- * window.ICTrack = [["identify", "a@b.co"], ...]. Every call returns a
+ * window.ICTrack = [["identify", "a@b.co"], ...] (ICTrack.push works
+ * before and after load). Every call returns a
  * Promise of the HTTP status (0 when nothing was sent or the request
  * failed) and never throws.
  * The identified email lives in memory only: nothing persists between pages.
@@ -86,10 +87,10 @@
       }, false);
     })
   };
+  // push runs a queued call, so the stub pattern keeps working after load.
+  api.push = safe(function (c) { return api[c[0]].apply(null, c.slice(1)); });
   w.ICTrack = api;
-  try {
-    if (old && old.length) for (var i = 0; i < old.length; i++) api[old[i][0]].apply(null, old[i].slice(1));
-  } catch (e) {}
+  if (old && old.length) for (var i = 0; i < old.length; i++) api.push(old[i]);
   try {
     var hs = w.history, push = hs && hs.pushState;
     if (push) {

@@ -132,9 +132,10 @@ func TestTrackJSInHeadlessChromium(t *testing.T) {
 		r.push(await ICTrack.reset());
 		r.push(await ICTrack.track("anon.click"));
 		r.push(await ICTrack.goal("purchase", {value: 42.5, externalId: "order-1"}));
+		r.push(await ICTrack.push(["track", "pushed.after.load"]));
 		return r;
 	})()`, &statuses)
-	if want := []int{1, 201, 201, 201, 1, 201, 200}; fmt.Sprint(statuses) != fmt.Sprint(want) {
+	if want := []int{1, 201, 201, 201, 1, 201, 200, 201}; fmt.Sprint(statuses) != fmt.Sprint(want) {
 		t.Fatalf("statuses %v, want %v", statuses, want)
 	}
 	// Bad calls never throw into the page; they answer a status.
@@ -179,7 +180,7 @@ func TestTrackJSInHeadlessChromium(t *testing.T) {
 
 	// What arrived.
 	byName := map[string][]schemas.EventPayload{}
-	envs := h.ConsumeUntil(t, schemas.TopicEvents, 10*time.Second, func(e []schemas.Envelope) bool { return len(e) >= 11 })
+	envs := h.ConsumeUntil(t, schemas.TopicEvents, 10*time.Second, func(e []schemas.Envelope) bool { return len(e) >= 12 })
 	for _, env := range envs {
 		if env.Workspace != ws {
 			continue
@@ -201,7 +202,7 @@ func TestTrackJSInHeadlessChromium(t *testing.T) {
 	if v := byName["signup"]; len(v) != 1 || v[0].Email != "other@example.com" {
 		t.Fatalf("goal with its own email: %+v", v)
 	}
-	for _, name := range []string{"anon.click", "next.page", "sub.visit", "queued.before.load", "x"} {
+	for _, name := range []string{"anon.click", "next.page", "sub.visit", "queued.before.load", "x", "pushed.after.load"} {
 		if v := byName[name]; len(v) == 0 || v[0].Email != "" || v[0].ContactID != "" {
 			t.Fatalf("%s should be anonymous: %+v", name, v)
 		}
