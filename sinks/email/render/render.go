@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"html"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -223,10 +224,14 @@ func writeValue(b *strings.Builder, v any) {
 	}
 }
 
+// endsEscaped matches an expression whose last filter already escapes.
+var endsEscaped = regexp.MustCompile(`\|\s*(escape|escape_once)\s*$`)
+
 // escapeObjects rewrites an HTML template so every {{ expr }} becomes
 // {{ expr | __sendstream_html }}, keeping whitespace-control markers.
-// Output inside {% raw %} is left alone, and {{ x }} of a name filled by
-// {% capture x %} is not escaped again (its inner objects already were).
+// Output inside {% raw %} is left alone, {{ x }} of a name filled by
+// {% capture x %} is not escaped again (its inner objects already were),
+// nor is an expression that ends with the escape or escape_once filter.
 func escapeObjects(src string) string {
 	toks := parser.Scan(src, parser.SourceLoc{}, nil)
 	var b strings.Builder
@@ -249,7 +254,7 @@ func escapeObjects(src string) string {
 			b.WriteString(t.Source)
 		case parser.ObjTokenType:
 			args := strings.TrimSpace(t.Args)
-			if inRaw || captured[args] {
+			if inRaw || captured[args] || endsEscaped.MatchString(args) {
 				b.WriteString(t.Source)
 				continue
 			}

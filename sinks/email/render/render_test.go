@@ -24,6 +24,7 @@ func TestEscapesEveryValueInHTML(t *testing.T) {
 		{`{% capture g %}<b>{{ name }}</b>{% endcapture %}{{ g }}`, `<b>&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; co</b>`},
 		{`{% assign x = name %}{{ x }}`, `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; co`},
 		{`<p class="a">{{ missing }}</p>`, `<p class="a"></p>`},
+		{`{{ contact.first_name | escape }}|{{ name | escape_once }}`, `Ada &lt;Lovelace&gt;|&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; co`},
 	}
 	for _, c := range cases {
 		tpl, err := e.Parse(c.src, HTML)
