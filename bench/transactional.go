@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gosmtp "github.com/emersion/go-smtp"
+	"github.com/valyala/fasthttp"
+
+	"sendstream/bench/harness"
+	"sendstream/bench/load"
+)
+
+// Issue 5's targets.
+//
+//   - transactional-send: POST /api/v1/transactional/send (validation,
+//     lookups, Liquid check, externalId claim in Postgres, durable broker
+//     ack). Closed loop: capacity ≥ 5,000 accepted sends/s (pairs against
+//     the bare JSON handler, ratio reported). Open loop at 1,000 sends/s:
+//     p50 ≤ 3 ms, p99 ≤ 15 ms. The delivery stage runs against a mail sink
+//     in this process, as in production.
+//   - transactional-e2e: messages delivered end to end to a real SMTP server
+//     (go-smtp, in this process, over loopback), ~4 KB each, without DKIM:
+//     ≥ 3,000 messages/s; ratio to the slowest of the frozen Liquid render
+//     and SMTP baselines reported.
+//   - transactional-e2e-dkim: the same with RSA-2048 DKIM signing: ≥ 600
+//     messages/s and ≥ 0.60× the slowest of the render, SMTP and DKIM
+//     baselines measured in the same run.
+//
+// End to end, the system side of a pair is the number of messages the sink
+// received during the measured window (Benchmark.Work): senders keep a
+// backlog of at most txBacklog accepted-but-undelivered messages, so the
+// figure is the delivery rate, and the backlog drains within a second of
+// the window's end (before the next baseline runs).
+const txBacklog = 3000
+
+func init() {
+	harness.Register(harness.Benchmark{
+		Name:      "transactional-send",
+		Doc:       "POST /api/v1/transactional/send (lookups, Liquid check, externalId claim, durable ack): capacity and latency at 1,000/s",
+		Issue:     5,
+		Requires:  []string{"main.go", "ingest/transactional", "stages/delivery"},
+		Baselines: []string{"http-json"},
+		Prepare:   prepareSink(false),
+		Request: func(s *harness.System) *load.Request {
+			return &load.Request{Method: "POST", URL: s.BaseURL + "/api/v1/transactional/send", Header: txAuth(s),
+				ContentType: "application/json", Vary: sendBody("")}
+		},
+		OpenLoop: []harness.OpenLoop{{Rate: 1000, P50Max: 3 * time.Millisecond, P99Max: 15 * time.Millisecond}},
+		Targets:  harness.Targets{MinOpsPerSec: 5000},
+	})
+	harness.Register(harness.Benchmark{
+		Name:      "transactional-e2e",
+		Doc:       "sends delivered end to end to an SMTP server on loopback, ~4 KB messages, no DKIM (messages/s)",
+		Issue:     5,
+		Requires:  []string{"main.go", "ingest/transactional", "stages/delivery"},
+		Baselines: []string{"liquid-render", "smtp-sink"},
+		Prepare:   prepareSink(false),
+		Request: func(s *harness.System) *load.Request {
+			return &load.Request{Method: "POST", URL: s.BaseURL + "/api/v1/transactional/send", Header: txAuth(s),
+				ContentType: "application/json", Vary: sendBody("")}
+		},
+		Work:    e2eWork(""),
+		Targets: harness.Targets{MinOpsPerSec: 3000},
+	})
+	harness.Register(harness.Benchmark{
+		Name:      "transactional-e2e-dkim",
+		Doc:       "sends delivered end to end with RSA-2048 DKIM signatures, ~4 KB messages (messages/s)",
+		Issue:     5,
+		Requires:  []string{"main.go", "ingest/transactional", "stages/delivery"},
+		Baselines: []string{"liquid-render", "smtp-sink", "dkim-sign"},
+		Prepare:   prepareSink(true),
+		Setup: func(ctx context.Context, s *harness.System) error {
+			var out map[string]any
+			return s.Admin(ctx, &out, "domain", "add", "--workspace", s.WorkspaceID, "--domain", "shop.bench.example.com")
+		},
+		Request: func(s *harness.System) *load.Request {
+			return &load.Request{Method: "POST", URL: s.BaseURL + "/api/v1/transactional/send", Header: txAuth(s),
+				ContentType: "application/json", Vary: sendBody("orders@shop.bench.example.com")}
+		},
+		Work:    e2eWork("orders@shop.bench.example.com"),
+		Targets: harness.Targets{MinOpsPerSec: 600, MinRatio: 0.60},
+	})
+}
+
+func txAuth(s *harness.System) [][2]string {
+	return [][2]string{{"Authorization", "Bearer " + s.APIKey}}
+}
+
+// txHTML is the message body: a receipt of about 2 KB whose rendered HTML,
+// derived text part and headers make a message of about 4 KB.
+const txHTML = `<!DOCTYPE html><html><head><meta charset="utf-8"><title>Receipt</title></head>
+<body style="margin:0;padding:0;background:#f4f4f7;font-family:Helvetica,Arial,sans-serif;">
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0"><tr><td align="center" style="padding:24px;">
+<table role="presentation" width="600" cellpadding="0" cellspacing="0" style="background:#ffffff;border-radius:6px;">
+<tr><td style="padding:32px 40px 8px 40px;"><h1 style="font-size:22px;color:#333333;">Hi {{ name | default: "there" }},</h1>
+<p style="font-size:16px;line-height:24px;color:#51545e;">Thanks for your order <strong>#{{ order.number }}</strong> placed on {{ order.date }}.
+We are getting it ready and will let you know when it ships. Questions? Just reply to this email.</p></td></tr>
+<tr><td style="padding:8px 40px;"><table role="presentation" width="100%" cellpadding="0" cellspacing="0" style="border-top:1px solid #eaeaec;">
+{% for item in order.items %}<tr><td style="padding:10px 0;font-size:15px;color:#333333;">{{ forloop.index }}. {{ item.name }}</td>
+<td style="padding:10px 0;font-size:15px;color:#333333;" align="right">{{ item.quantity }} x {{ item.price }} {{ order.currency }}</td></tr>
+{% endfor %}<tr><td style="padding:12px 0;font-size:16px;font-weight:bold;border-top:1px solid #eaeaec;">Total</td>
+<td style="padding:12px 0;font-size:16px;font-weight:bold;border-top:1px solid #eaeaec;" align="right">{{ order.total }} {{ order.currency }}</td></tr>
+</table></td></tr>
+<tr><td style="padding:16px 40px 32px 40px;font-size:13px;line-height:20px;color:#6b6e76;">Shipping to {{ address.line1 }}, {{ address.city }} {{ address.zip }}.
+You can track your parcel from your account page once it leaves our warehouse. Thank you for shopping with us.</td></tr>
+</table></td></tr></table></body></html>`
+
+// sendBody returns the Vary function of send bodies: a unique recipient
+// and externalId per request, the receipt template with its data.
+func sendBody(from string) func(dst []byte, n uint64) []byte {
+	prefix := []byte(`{"to":"u`)
+	var fromField []byte
+	if from != "" {
+		fromField = []byte(`,"fromEmail":"` + from + `"`)
+	}
+	html := strconvQuote(txHTML)
+	return func(dst []byte, n uint64) []byte {
+		dst = append(dst, prefix...)
+		dst = strconv.AppendUint(dst, n%1000000, 10)
+		dst = append(dst, `@bench.example.com","externalId":"tx-`...)
+		dst = strconv.AppendUint(dst, n, 10)
+		dst = append(dst, `-`...)
+		dst = append(dst, runID...)
+		dst = append(dst, `","subject":"Your order {{ order.number }} is confirmed","htmlContent":`...)
+		dst = append(dst, html...)
+		dst = append(dst, fromField...)
+		dst = append(dst, `,"data":{"name":"Ada","order":{"number":"`...)
+		dst = strconv.AppendUint(dst, 100000+n, 10)
+		dst = append(dst, `","date":"2025-01-02","currency":"EUR","total":"86.50","items":[{"name":"Green tea, 250 g","quantity":2,"price":"12.50"},{"name":"Ceramic teapot <blue>","quantity":1,"price":"49.00"},{"name":"Bamboo whisk","quantity":1,"price":"12.50"}]},"address":{"line1":"12 Example Street","city":"Berlin","zip":"10115"}}}`...)
+		return dst
+	}
+}
+
+// runID keeps externalIds of different bench runs apart (the stack's
+// Postgres outlives them).
+var runID = strconv.FormatInt(time.Now().UnixNano(), 36)
+
+func strconvQuote(s string) []byte {
+	var b bytes.Buffer
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '<':
+			b.WriteString(`\u003c`)
+		case '>':
+			b.WriteString(`\u003e`)
+		case '&':
+			b.WriteString(`\u0026`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.Bytes()
+}
+
+// sink is the SMTP server the system delivers to: it reads each message
+// and counts it (and its size), keeping nothing.
+type sink struct {
+	srv       *gosmtp.Server
+	addr      string
+	count     atomic.Int64
+	bytes     atomic.Int64
+	signed    atomic.Int64
+	checkDKIM bool
+}
+
+type sinkSession struct{ s *sink }
+
+func (sinkSession) Reset()                                 {}
+func (sinkSession) Logout() error                          { return nil }
+func (sinkSession) Mail(string, *gosmtp.MailOptions) error { return nil }
+func (sinkSession) Rcpt(string, *gosmtp.RcptOptions) error { return nil }
+func (ss sinkSession) Data(r io.Reader) error {
+	var head [16]byte
+	n, _ := io.ReadFull(r, head[:])
+	rest, err := io.Copy(io.Discard, r)
+	if err != nil {
+		return err
+	}
+	if ss.s.checkDKIM && bytes.HasPrefix(head[:n], []byte("DKIM-Signature")) {
+		ss.s.signed.Add(1)
+	}
+	ss.s.bytes.Add(int64(n) + rest)
+	ss.s.count.Add(1)
+	return nil
+}
+
+var (
+	sinkMu  sync.Mutex
+	current *sink // the sink of the benchmark running now
+)
+
+// prepareSink starts the sink and points the server at it.
+func prepareSink(dkim bool) func(ctx context.Context, dir string) ([]string, func(), error) {
+	return func(ctx context.Context, dir string) ([]string, func(), error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, fmt.Errorf("mail sink: %w", err)
+		}
+		s := &sink{addr: ln.Addr().String(), checkDKIM: dkim}
+		s.srv = gosmtp.NewServer(gosmtp.BackendFunc(func(*gosmtp.Conn) (gosmtp.Session, error) { return sinkSession{s}, nil }))
+		s.srv.Domain = "sink.bench.local"
+		s.srv.MaxMessageBytes = 32 << 20
+		s.srv.ErrorLog = log.New(io.Discard, "", 0)
+		go func() { _ = s.srv.Serve(ln) }()
+		sinkMu.Lock()
+		current = s
+		sinkMu.Unlock()
+		env := []string{"SENDSTREAM_SMTP_URL=smtp://" + s.addr + "?tls=none&pool=16"}
+		return env, func() { _ = s.srv.Close() }, nil
+	}
+}
+
+// e2eWork drives sends and counts deliveries at the sink in the window.
+func e2eWork(from string) func(ctx context.Context, s *harness.System, w load.Window) (float64, error) {
+	return func(ctx context.Context, s *harness.System, w load.Window) (float64, error) {
+		sinkMu.Lock()
+		sk := current
+		sinkMu.Unlock()
+		if sk == nil {
+			return 0, errors.New("no mail sink")
+		}
+		body := sendBody(from)
+		var seq atomic.Uint64
+		seq.Store(uint64(time.Now().UnixNano()) & 0xffffffffff)
+		client := load.NewClient(s.Addr, 16)
+		url := s.BaseURL + "/api/v1/transactional/send"
+		do := func(buf []byte) ([]byte, int, error) {
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			req.SetRequestURI(url)
+			req.Header.SetMethod("POST")
+			req.Header.SetContentType("application/json")
+			req.Header.Set("Authorization", "Bearer "+s.APIKey)
+			buf = body(buf[:0], seq.Add(1))
+			req.SetBodyRaw(buf)
+			err := client.DoTimeout(req, resp, 30*time.Second)
+			return buf, resp.StatusCode(), err
+		}
+		runCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		var accepted atomic.Int64
+		var failed atomic.Int64
+		var firstErr atomic.Value
+		base := sk.count.Load()
+		var wg sync.WaitGroup
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var buf []byte
+				for runCtx.Err() == nil {
+					if accepted.Load()-(sk.count.Load()-base) >= txBacklog {
+						time.Sleep(2 * time.Millisecond)
+						continue
+					}
+					var st int
+					var err error
+					buf, st, err = do(buf)
+					switch {
+					case err != nil:
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
+						time.Sleep(10 * time.Millisecond)
+					case st/100 == 2:
+						accepted.Add(1)
+					default:
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, fmt.Sprintf("status %d", st))
+					}
+				}
+			}()
+		}
+		sleep := func(d time.Duration) error {
+			select {
+			case <-time.After(d):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err := sleep(w.Warmup); err != nil {
+			return 0, err
+		}
+		start := sk.count.Load()
+		startBytes := sk.bytes.Load()
+		if w.OnStart != nil {
+			w.OnStart()
+		}
+		if err := sleep(w.Duration); err != nil {
+			return 0, err
+		}
+		end := sk.count.Load()
+		endBytes := sk.bytes.Load()
+		if w.OnEnd != nil {
+			w.OnEnd()
+		}
+		stop()
+		wg.Wait()
+		// Let the backlog drain so the next baseline runs on an idle server.
+		deadline := time.Now().Add(30 * time.Second)
+		for sk.count.Load()-base < accepted.Load() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		n := end - start
+		avg := int64(0)
+		if n > 0 {
+			avg = (endBytes - startBytes) / n
+		}
+		msg := fmt.Sprintf("transactional e2e: %d delivered in the window (%.0f/s), average %d bytes, %d accepted in all, %d failed sends",
+			n, float64(n)/w.Duration.Seconds(), avg, accepted.Load(), failed.Load())
+		if sk.checkDKIM {
+			msg += fmt.Sprintf(", %d of %d DKIM-signed", sk.signed.Load(), sk.count.Load())
+		}
+		if e, ok := firstErr.Load().(string); ok {
+			msg += ", first failure: " + strings.TrimSpace(e)
+		}
+		log.Print(msg)
+		if sk.checkDKIM && sk.signed.Load() != sk.count.Load() {
+			return 0, fmt.Errorf("%d of %d messages were not DKIM-signed", sk.count.Load()-sk.signed.Load(), sk.count.Load())
+		}
+		if failed.Load() > 0 && accepted.Load() == 0 {
+			return 0, fmt.Errorf("no send was accepted: %v", firstErr.Load())
+		}
+		return float64(n), nil
+	}
+}
