@@ -23,7 +23,8 @@ const (
 	CredNone
 )
 
-// Principal is who is calling, resolved by authentication.
+// Principal is who is calling, resolved by authentication. Its slices are
+// shared with the credential cache: read them, never modify them.
 type Principal struct {
 	Workspace     string   // workspace id
 	WorkspaceName string   // workspace display name

@@ -6,12 +6,15 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Credential prefixes (coord.md "Credentials"). Each is followed by 40
@@ -136,6 +139,40 @@ func newToken(prefix string) (string, error) {
 	return string(out), nil
 }
 
+// ExtraKind is a credential kind added by a feature package (OAuth access
+// tokens): tokens of Prefix + 40 base62 characters are resolved by Resolve.
+type ExtraKind struct {
+	Prefix  string                                                                       // e.g. "ss_oauth_"
+	Kind    string                                                                       // e.g. KindOAuth
+	Resolve func(ctx context.Context, pg *pgxpool.Pool, hash [32]byte) (Identity, error) // ErrUnknown when none
+}
+
+var extraKinds []ExtraKind
+
+// RegisterKind adds a credential kind; call it from an init function (the
+// list is read without locking afterwards). It panics on a duplicate or
+// empty prefix or kind. The Identity that Resolve returns goes through the
+// same cache, expiry, scope and suspension checks as an API key's.
+func RegisterKind(k ExtraKind) {
+	if k.Prefix == "" || k.Kind == "" || k.Resolve == nil {
+		panic("auth: incomplete credential kind")
+	}
+	for _, p := range append([]string{APIKeyPrefix, TrackingTokenPrefix}, prefixes()...) {
+		if p == k.Prefix {
+			panic("auth: duplicate credential prefix " + k.Prefix)
+		}
+	}
+	extraKinds = append(extraKinds, k)
+}
+
+func prefixes() []string {
+	out := make([]string, 0, len(extraKinds))
+	for _, k := range extraKinds {
+		out = append(out, k.Prefix)
+	}
+	return out
+}
+
 // kindOf returns the credential kind of a well-formed token, or "" when the
 // token is malformed: wrong prefix, wrong length, or a non-base62 character.
 // It does not allocate.
@@ -148,7 +185,14 @@ func kindOf(token []byte) string {
 	case hasPrefix(token, TrackingTokenPrefix):
 		kind, n = KindTrackingToken, len(TrackingTokenPrefix)
 	default:
-		return ""
+		for _, k := range extraKinds {
+			if hasPrefix(token, k.Prefix) {
+				kind, n = k.Kind, len(k.Prefix)
+			}
+		}
+		if kind == "" {
+			return ""
+		}
 	}
 	if len(token) != n+tokenRandLen {
 		return ""

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 type fakeSrc struct {
@@ -159,4 +161,20 @@ func BenchmarkAuthenticateHit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestRegisterKind(t *testing.T) {
+	RegisterKind(ExtraKind{Prefix: "ss_test_", Kind: "test", Resolve: func(context.Context, *pgxpool.Pool, [32]byte) (Identity, error) {
+		return Identity{}, ErrUnknown
+	}})
+	tok, _ := newToken("ss_test_")
+	if kindOf([]byte(tok)) != "test" {
+		t.Fatalf("registered prefix not recognised: %q", tok)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("duplicate prefix accepted")
+		}
+	}()
+	RegisterKind(ExtraKind{Prefix: APIKeyPrefix, Kind: "x", Resolve: func(context.Context, *pgxpool.Pool, [32]byte) (Identity, error) { return Identity{}, nil }})
 }

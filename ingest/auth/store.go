@@ -244,6 +244,16 @@ func (s *Store) Resolve(ctx context.Context, kind string, hash [32]byte) (Identi
 		err = s.pg.QueryRow(ctx, sqlLookupTrackingToken, hash[:]).Scan(&id.KeyID, &stored, &id.Domains,
 			&id.Workspace, &id.WorkspaceName, &id.Plan, &id.ContactLimit, &id.RateMultiplier, &id.Suspended)
 	default:
+		for _, k := range extraKinds {
+			if k.Kind == kind {
+				id, err := k.Resolve(ctx, s.pg, hash)
+				if err != nil {
+					return Identity{}, err
+				}
+				id.Kind, id.hash = kind, hash
+				return id, nil
+			}
+		}
 		return Identity{}, fmt.Errorf("resolve credential: unsupported kind %q", kind)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -28,18 +28,24 @@ var (
 // matches the filter, in one statement (one snapshot). A q.ListID must be a
 // list of ws (see List). Cost does not grow with the page's depth.
 func (s *Store) Page(ctx context.Context, ws string, q PageQuery) (Page, error) {
-	var rows pgx.Rows
-	var err error
+	b := &pgx.Batch{}
+	b.Queue(sqlGenericPlans)
 	switch {
 	case q.ListID == "" && q.Status == "":
-		rows, err = s.pool.Query(ctx, sqlPageAll, ws, q.Offset, q.Limit)
+		b.Queue(sqlPageAll, ws, q.Offset, q.Limit)
 	case q.ListID == "":
-		rows, err = s.pool.Query(ctx, sqlPageStatus, ws, q.Offset, q.Limit, q.Status)
+		b.Queue(sqlPageStatus, ws, q.Offset, q.Limit, q.Status)
 	case q.Status == "":
-		rows, err = s.pool.Query(ctx, sqlPageList, q.ListID, q.Offset, q.Limit)
+		b.Queue(sqlPageList, q.ListID, q.Offset, q.Limit)
 	default:
-		rows, err = s.pool.Query(ctx, sqlPageListStatus, q.ListID, q.Offset, q.Limit, q.Status)
+		b.Queue(sqlPageListStatus, q.ListID, q.Offset, q.Limit, q.Status)
 	}
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return Page{}, fmt.Errorf("page contacts of %s: %w", ws, err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return Page{}, fmt.Errorf("page contacts of %s: %w", ws, err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"sendstream/pipeline"
 )
 
 //go:embed sql/resolve.sql
@@ -56,6 +58,10 @@ type StoreConfig struct {
 	// RepublishWindow is how long after a claim a duplicate still
 	// republishes the event (default 24h).
 	RepublishWindow time.Duration
+	// Metrics receives sendstream_events_resolve_seconds (statement time)
+	// and sendstream_events_resolve_batch (events per statement) (default
+	// pipeline.DefaultMetrics).
+	Metrics *pipeline.Registry
 }
 
 func (c *StoreConfig) defaults() {
@@ -68,6 +74,9 @@ func (c *StoreConfig) defaults() {
 	if c.RepublishWindow <= 0 {
 		c.RepublishWindow = 24 * time.Hour
 	}
+	if c.Metrics == nil {
+		c.Metrics = pipeline.DefaultMetrics
+	}
 }
 
 // Store resolves contacts and externalId claims against Postgres with group
@@ -76,8 +85,10 @@ func (c *StoreConfig) defaults() {
 // round trip and the statements per second stay far below the requests per
 // second under load. Safe for concurrent use.
 type Store struct {
-	pg  *pgxpool.Pool
-	cfg StoreConfig
+	pg        *pgxpool.Pool
+	cfg       StoreConfig
+	mDuration *pipeline.Histogram
+	mBatch    *pipeline.Histogram
 
 	mu       sync.Mutex
 	queue    []*request
@@ -107,7 +118,14 @@ func NewStore(pg *pgxpool.Pool, cfg StoreConfig) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("events store: open pool: %w", err)
 	}
-	return &Store{pg: own, cfg: cfg}, nil
+	m := cfg.Metrics
+	m.Help("sendstream_events_resolve_seconds", "Time of one contact/claim resolve statement (group commit of concurrent event requests).")
+	m.Help("sendstream_events_resolve_batch", "Events resolved by one statement.")
+	return &Store{
+		pg: own, cfg: cfg,
+		mDuration: m.Histogram("sendstream_events_resolve_seconds", nil),
+		mBatch:    m.Histogram("sendstream_events_resolve_batch", []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}),
+	}, nil
 }
 
 // Close closes the Store's pool. Resolve must not be called after.
@@ -244,6 +262,8 @@ func (s *Store) run(ctx context.Context, batch []*request) error {
 	}
 	res := make([]Resolution, n)
 	if len(ws) > 0 {
+		start := time.Now()
+		defer func() { s.mDuration.ObserveSince(start); s.mBatch.Observe(float64(len(ws))) }()
 		rows, err := s.pg.Query(ctx, sqlResolve, ws, email, contact, evid, s.cfg.RepublishWindow.Seconds())
 		if err != nil {
 			return fmt.Errorf("%w: resolve %d events: %w", ErrUnavailable, len(ws), err)

@@ -1,16 +1,22 @@
--- One page of the members of list $1 whose contact status is $4, newest
--- contact first: $2 rows skipped, at most $3 returned. list_buckets locates
--- the starting bucket as in page_all.sql. The first row carries only total.
+-- One page of the members of list $1 whose contact status is $4
+-- (memberships keep a copy of it), newest contact first: $2 rows skipped, at
+-- most $3 returned; as page_list.sql, with the status's bucket counts and the
+-- (list_id, contact_status, contact_seq) index. The first row carries only
+-- total.
 WITH b AS (
-    SELECT bucket, sum(n)::bigint AS n
-      FROM list_buckets WHERE list_id = $1 AND status = $4
-     GROUP BY bucket HAVING sum(n) > 0
+    SELECT bucket, n FROM list_buckets WHERE list_id = $1 AND status = $4 AND n > 0
 ),
 cum AS (
-    SELECT bucket, n, (sum(n) OVER (ORDER BY bucket DESC) - n)::bigint AS before FROM b
+    SELECT bucket, n, sum(n) OVER (ORDER BY bucket DESC) - n AS before FROM b
 ),
 start AS (
     SELECT bucket, before FROM cum WHERE before <= $2 AND before + n > $2
+),
+first AS (
+    SELECT m.contact_seq FROM memberships m
+     WHERE m.list_id = $1 AND m.contact_status = $4 AND m.contact_seq < (SELECT (bucket + 1) << 10 FROM start)
+     ORDER BY m.contact_seq DESC
+    OFFSET (SELECT $2 - before FROM start) LIMIT 1
 )
 SELECT (SELECT coalesce(sum(n), 0) FROM b)::bigint AS total,
        NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
@@ -19,6 +25,6 @@ UNION ALL
 (SELECT NULL, c.id, c.email, c.first_name, c.country, c.language, c.status, c.source,
         c.metadata, c.custom_fields, c.created_at, c.updated_at
    FROM memberships m JOIN contacts c ON c.id = m.contact_id
-  WHERE m.list_id = $1 AND c.status = $4 AND m.contact_seq < (SELECT (bucket + 1) << 10 FROM start)
+  WHERE m.list_id = $1 AND m.contact_status = $4 AND m.contact_seq <= (SELECT contact_seq FROM first)
   ORDER BY m.contact_seq DESC
- OFFSET (SELECT $2 - before FROM start) LIMIT $3)
+  LIMIT $3)

@@ -7,7 +7,8 @@ ON CONFLICT (workspace_id) DO UPDATE SET total = s.total
 DELETE FROM contact_buckets WHERE workspace_id = $1
 ;
 INSERT INTO contact_buckets (workspace_id, status, bucket, n)
-SELECT $1, status, seq >> 10, count(*) FROM contacts WHERE workspace_id = $1 GROUP BY 2, 3
+SELECT $1, coalesce(status, ''), seq >> 10, count(*) FROM contacts WHERE workspace_id = $1
+ GROUP BY GROUPING SETS ((status, seq >> 10), (seq >> 10))
 ;
 UPDATE contact_stats s
    SET total = x.total, last_seq = greatest(s.last_seq, x.last_seq)
@@ -19,8 +20,12 @@ UPDATE lists l SET contact_count = (SELECT count(*) FROM memberships m WHERE m.l
 ;
 DELETE FROM list_buckets WHERE list_id IN (SELECT id FROM lists WHERE workspace_id = $1)
 ;
+UPDATE memberships m SET contact_status = c.status
+  FROM contacts c
+ WHERE m.workspace_id = $1 AND c.id = m.contact_id AND m.contact_status IS DISTINCT FROM c.status
+;
 INSERT INTO list_buckets (list_id, status, bucket, n)
-SELECT m.list_id, c.status, m.contact_seq >> 10, count(*)
-  FROM memberships m JOIN contacts c ON c.id = m.contact_id
- WHERE m.workspace_id = $1
- GROUP BY 1, 2, 3
+SELECT list_id, coalesce(contact_status, ''), contact_seq >> 10, count(*)
+  FROM memberships
+ WHERE workspace_id = $1
+ GROUP BY GROUPING SETS ((list_id, contact_status, contact_seq >> 10), (list_id, contact_seq >> 10))

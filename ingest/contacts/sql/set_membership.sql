@@ -3,21 +3,23 @@
 -- opt-in): none, UNSUBSCRIBED or PENDING becomes ACTIVE. PENDING (forms of
 -- double opt-in lists): none or UNSUBSCRIBED becomes PENDING. An ACTIVE
 -- membership never moves. A new membership row bumps the list's
--- contact_count and list_buckets in the same statement.
+-- contact_count and list_buckets (its contact status and '') in the same
+-- statement.
 --
 -- One row when the contact exists: the contact, the membership status before
 -- (NULL for none) and after, and whether the row changed. No row otherwise.
 WITH c AS (
-    SELECT * FROM contacts WHERE workspace_id = $1 AND email = $3
-    UNION ALL
-    SELECT * FROM contacts WHERE workspace_id = $1 AND id = $4
+    -- FOR SHARE: a concurrent status change waits (or is seen), so the
+    -- copied status and the per-status counts below stay exact.
+    SELECT * FROM contacts WHERE workspace_id = $1 AND (email = $3 OR id = $4)
+       FOR SHARE
 ),
 prev AS (
     SELECT m.status FROM memberships m JOIN c ON m.contact_id = c.id WHERE m.list_id = $2
 ),
 up AS (
-    INSERT INTO memberships AS m (list_id, contact_id, workspace_id, contact_seq, status)
-    SELECT $2, c.id, $1, c.seq, $5 FROM c
+    INSERT INTO memberships AS m (list_id, contact_id, workspace_id, contact_seq, contact_status, status)
+    SELECT $2, c.id, $1, c.seq, c.status, $5 FROM c
     ON CONFLICT (list_id, contact_id) DO UPDATE
        SET status = EXCLUDED.status, updated_at = now()
      WHERE m.status <> 'ACTIVE' AND m.status <> EXCLUDED.status
@@ -29,7 +31,9 @@ bump_list AS (
 ),
 bump_buckets AS (
     INSERT INTO list_buckets AS b (list_id, status, bucket, n)
-    SELECT $2, c.status, c.seq >> 10, 1 FROM c WHERE EXISTS (SELECT 1 FROM up WHERE inserted)
+    SELECT $2, v.status, c.seq >> 10, 1
+      FROM c CROSS JOIN LATERAL (VALUES (c.status), ('')) AS v(status)
+     WHERE EXISTS (SELECT 1 FROM up WHERE inserted)
     ON CONFLICT (list_id, status, bucket) DO UPDATE SET n = b.n + 1
 )
 SELECT c.id, c.email, c.first_name, c.country, c.language, c.status, c.source,

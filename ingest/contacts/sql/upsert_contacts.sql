@@ -8,7 +8,8 @@
 --
 -- Runs after lock_for_create.sql in the same transaction, so stats is
 -- current: new rows are admitted in batch order while the plan's contact
--- limit allows and get consecutive seqs. An admitted row that a concurrent
+-- limit allows and get consecutive seqs; contact_stats and contact_buckets
+-- (per status and '' for all) count them in the same statement. An admitted row that a concurrent
 -- transaction created meanwhile is not inserted ("retry": the caller runs it
 -- again as an update). Updates touch a row only when a value changes, and
 -- never touch status, source or metadata.
@@ -78,7 +79,9 @@ bump_stats AS (
 ),
 bump_buckets AS (
     INSERT INTO contact_buckets AS b (workspace_id, status, bucket, n)
-    SELECT $1, (x.c).status, (x.c).seq >> 10, count(*) FROM ins x GROUP BY 2, 3
+    SELECT $1, v.status, (x.c).seq >> 10, count(*)
+      FROM ins x CROSS JOIN LATERAL (VALUES ((x.c).status), ('')) AS v(status)
+     GROUP BY 2, 3
     ON CONFLICT (workspace_id, status, bucket) DO UPDATE SET n = b.n + EXCLUDED.n
 ),
 res AS (
