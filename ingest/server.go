@@ -183,6 +183,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		ErrorHandler:          s.handleReadError,
 		Name:                  "sendstream",
 		MaxRequestBodySize:    maxBody,
+		ReadBufferSize:        16 << 10, // request line + headers; larger answer 400
 		ReadTimeout:           cfg.ReadTimeout,
 		IdleTimeout:           cfg.IdleTimeout,
 		NoDefaultServerHeader: true,
