@@ -114,6 +114,12 @@ func TestRecordEvent(t *testing.T) {
 		t.Fatalf("foreign contactId matched: %d %s", st, b)
 	}
 
+	// No contact was created for the unknown email.
+	var n int
+	if err := h.PG.QueryRow(context.Background(), `SELECT count(*) FROM contacts WHERE workspace_id = $1`, ws).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d contacts in the workspace after events (%v), want the 1 created by the test", n, err)
+	}
+
 	pub := published(t, h, ws)
 	if len(pub) != 5 {
 		t.Fatalf("%d events published, want 5", len(pub))
@@ -583,6 +589,20 @@ func TestPublicEvents(t *testing.T) {
 	}
 	if n := len(pub); n != 6 {
 		t.Fatalf("%d public events published, want 6", n)
+	}
+}
+
+func TestImportRateLimit(t *testing.T) {
+	h := start(t)
+	_, key := h.NewWorkspace(t, ingesttest.WorkspaceOpts{})
+	codes := map[int]int{}
+	for i := 0; i < 62; i++ {
+		st, _ := h.Do("POST", "/api/v1/events/import", key, map[string]any{"events": []any{map[string]any{"event": "x", "email": "a@example.com"}}})
+		codes[st]++
+	}
+	// One minute boundary may fall inside the run; then up to 62 pass.
+	if codes[200] < 60 || codes[429] == 0 && codes[200] != 62 || codes[200]+codes[429] != 62 {
+		t.Fatalf("60/min: %v", codes)
 	}
 }
 
