@@ -39,7 +39,7 @@ const secret = "test-secret-for-unsubscribe-links"
 // routes, the delivery and messagelog stages on the same broker, Postgres,
 // ClickHouse and a real SMTP server.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	h        *ingesttest.Harness
 	pg       *pgxpool.Pool
 	ch       driver.Conn
@@ -56,7 +56,7 @@ type envOpts struct {
 	sns       *transactional.SNSVerifier
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	pg := stack.PG(t)
 	e := &env{t: t, pg: pg, store: transactional.NewStore(pg), contacts: contacts.NewStore(pg)}
@@ -248,7 +248,7 @@ func (p *parsed) leaf(ctype string) *part {
 	return nil
 }
 
-func parse(t *testing.T, m smtptest.Message) *parsed {
+func parse(t testing.TB, m smtptest.Message) *parsed {
 	t.Helper()
 	pm, err := mail.ReadMessage(bytes.NewReader(m.Data))
 	if err != nil {

@@ -94,7 +94,9 @@ func (e errInternal) Unwrap() error { return e.err }
 // prepare decides a send: lookups, policy, template, sender, suppression,
 // contact, rendering check and variables. Refusals are collected in order
 // of precedence; a send answers the first, validate lists them all.
-func (s *service) prepare(ctx context.Context, ws, wsName string, req *sendRequest) (*prepared, error) {
+// full also derives the text part (validate shows it; a send only needs to
+// know that the message renders).
+func (s *service) prepare(ctx context.Context, ws, wsName string, req *sendRequest, full bool) (*prepared, error) {
 	p := &prepared{ws: ws, wsName: wsName, req: req}
 	addrs := append([]string{req.To}, req.Cc...)
 	addrs = append(addrs, req.Bcc...)
@@ -233,14 +235,19 @@ func (s *service) prepare(ctx context.Context, ws, wsName string, req *sendReque
 
 	// Render once, as delivery will: a template that fails at run time
 	// (a filter given a wrong argument) is refused now, not after a 2xx.
-	out, err := compiled.Render(p.bindings)
+	var out render.Output
+	if full {
+		out, err = compiled.Render(p.bindings)
+	} else {
+		err = compiled.Check(p.bindings)
+	}
 	var re *render.RenderError
 	switch {
 	case errors.As(err, &re):
 		p.refuse(400, CodeTemplateError, "Template error: "+re.Msg)
 	case err != nil:
 		return nil, errInternal{err}
-	default:
+	case full:
 		p.out = &out
 	}
 	sortRefusals(p.refusals)
@@ -457,7 +464,7 @@ type sendOutcome struct {
 func (s *service) send(ctx context.Context, ws, wsName, requestID string, req *sendRequest, body []byte) (*sendOutcome, error) {
 	sum := sha256.Sum256(body)
 	hash := sum[:]
-	p, err := s.prepare(ctx, ws, wsName, req)
+	p, err := s.prepare(ctx, ws, wsName, req, false)
 	if err != nil {
 		return nil, err
 	}
@@ -653,7 +660,7 @@ type validateAnswer struct {
 
 // validate renders exactly as a send would and stores nothing.
 func (s *service) validate(ctx context.Context, ws, wsName string, req *sendRequest) (validateAnswer, error) {
-	p, err := s.prepare(ctx, ws, wsName, req)
+	p, err := s.prepare(ctx, ws, wsName, req, true)
 	if err != nil {
 		return validateAnswer{}, err
 	}

@@ -2,7 +2,6 @@ package render
 
 import (
 	"html"
-	"regexp"
 	"strings"
 )
 
@@ -19,6 +18,7 @@ type Source struct {
 type Compiled struct {
 	Subject, Preheader, HTML, Text *Template // Preheader and Text nil when empty
 	vars                           []string
+	skipText                       bool
 }
 
 // Variables returns every variable path any part reads, sorted.
@@ -95,10 +95,19 @@ func (c *Compiled) Render(b Bindings) (Output, error) {
 	out.HTML = run("html", c.HTML)
 	if c.Text != nil {
 		out.Text = run("text", c.Text)
-	} else if err == nil {
+	} else if err == nil && !c.skipText {
 		out.Text = TextFromHTML(out.HTML)
 	}
 	return out, err
+}
+
+// Check renders every part as Render does but does not derive a missing
+// text part: it reports whether the message renders, at less cost.
+func (c *Compiled) Check(b Bindings) error {
+	cc := *c
+	cc.skipText = true
+	_, err := cc.Render(b)
+	return err
 }
 
 func oneLine(s string) string {
@@ -108,46 +117,180 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-var (
-	reDropped  = regexp.MustCompile(`(?is)<(head|style|script|title)\b.*?</(head|style|script|title)\s*>`)
-	reHidden   = regexp.MustCompile(`(?is)<div[^>]*display\s*:\s*none[^>]*>.*?</div\s*>`)
-	reBreak    = regexp.MustCompile(`(?i)<br\s*/?>`)
-	reBlockEnd = regexp.MustCompile(`(?i)</(p|div|h[1-6]|li|tr|table|blockquote|section|article|header|footer)\s*>`)
-	reLink     = regexp.MustCompile(`(?is)<a\b[^>]*\bhref\s*=\s*("([^"]*)"|'([^']*)')[^>]*>(.*?)</a\s*>`)
-	reTag      = regexp.MustCompile(`(?s)<[^>]*>`)
-	reSpaces   = regexp.MustCompile(`[ \t]+`)
-	reBlank    = regexp.MustCompile(`\n\s*\n\s*\n+`)
-)
-
-// TextFromHTML derives a plain-text alternative from an HTML body: head,
-// style and script dropped, hidden preheader blocks dropped, links written
-// as "text (url)", block ends and <br> as line breaks, entities decoded.
+// TextFromHTML derives a plain-text alternative from an HTML body in one
+// pass: head, style, script and title elements and hidden blocks
+// (display:none, the preheader) are dropped, links are written as
+// "text (url)", <br> and the ends of block elements become line breaks,
+// entities are decoded, runs of spaces collapse and blank lines are kept to
+// one.
 func TextFromHTML(h string) string {
-	s := reDropped.ReplaceAllString(h, "")
-	s = reHidden.ReplaceAllString(s, "")
-	s = reLink.ReplaceAllStringFunc(s, func(m string) string {
-		g := reLink.FindStringSubmatch(m)
-		href := g[2]
-		if href == "" {
-			href = g[3]
+	var b strings.Builder
+	b.Grow(len(h) / 2)
+	var href string   // of the <a> being written
+	var linkStart int // b.Len() when that <a> opened
+	hidden := 0       // depth inside a display:none div
+	divDepth := 0     // div nesting inside a hidden block
+	i := 0
+	for i < len(h) {
+		c := h[i]
+		if c != '<' {
+			j := strings.IndexByte(h[i:], '<')
+			if j < 0 {
+				j = len(h) - i
+			}
+			if hidden == 0 {
+				b.WriteString(h[i : i+j])
+			}
+			i += j
+			continue
 		}
-		text := strings.TrimSpace(reTag.ReplaceAllString(g[4], ""))
-		if text == "" || text == href {
-			return href
+		end := strings.IndexByte(h[i:], '>')
+		if end < 0 {
+			if hidden == 0 {
+				b.WriteString(h[i:])
+			}
+			break
 		}
-		return text + " (" + href + ")"
-	})
-	s = reBreak.ReplaceAllString(s, "\n")
-	s = reBlockEnd.ReplaceAllString(s, "\n")
-	s = reTag.ReplaceAllString(s, "")
-	s = html.UnescapeString(s)
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = reSpaces.ReplaceAllString(s, " ")
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimSpace(l)
+		tag := h[i+1 : i+end]
+		i += end + 1
+		closing := strings.HasPrefix(tag, "/")
+		name := strings.ToLower(tagName(strings.TrimPrefix(tag, "/")))
+		switch {
+		case !closing && (name == "head" || name == "style" || name == "script" || name == "title"):
+			// Skip to the matching end tag.
+			lower := strings.ToLower(h[i:])
+			if k := strings.Index(lower, "</"+name); k >= 0 {
+				i += k
+				if e := strings.IndexByte(h[i:], '>'); e >= 0 {
+					i += e + 1
+				} else {
+					i = len(h)
+				}
+			} else {
+				i = len(h)
+			}
+		case name == "div" && !closing && (hidden > 0 || isHiddenStyle(tag)):
+			if hidden == 0 {
+				hidden = 1
+				divDepth = 0
+			} else {
+				divDepth++
+			}
+		case name == "div" && closing && hidden > 0:
+			if divDepth == 0 {
+				hidden = 0
+			} else {
+				divDepth--
+			}
+		case hidden > 0:
+		case name == "br":
+			b.WriteByte('\n')
+		case name == "a" && !closing:
+			href = attr(tag, "href")
+			linkStart = b.Len()
+		case name == "a" && closing:
+			if href != "" {
+				text := strings.TrimSpace(b.String()[linkStart:])
+				if text == "" || text == href {
+					s := b.String()[:linkStart]
+					b.Reset()
+					b.WriteString(s)
+					b.WriteString(href)
+				} else {
+					b.WriteString(" (" + href + ")")
+				}
+			}
+			href = ""
+		case closing && blockEnd[name]:
+			b.WriteByte('\n')
+		}
 	}
-	s = strings.Join(lines, "\n")
-	s = reBlank.ReplaceAllString(s, "\n\n")
-	return strings.TrimSpace(s) + "\n"
+	return tidyText(html.UnescapeString(b.String()))
+}
+
+var blockEnd = map[string]bool{"p": true, "div": true, "h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true,
+	"li": true, "tr": true, "table": true, "blockquote": true, "section": true, "article": true, "header": true, "footer": true}
+
+// tagName returns the element name at the start of a tag's text.
+func tagName(t string) string {
+	for j := 0; j < len(t); j++ {
+		switch t[j] {
+		case ' ', '\t', '\n', '\r', '/':
+			return t[:j]
+		}
+	}
+	return t
+}
+
+// isHiddenStyle reports a style attribute with display:none.
+func isHiddenStyle(tag string) bool {
+	st := strings.ToLower(attr(tag, "style"))
+	return strings.Contains(strings.ReplaceAll(st, " ", ""), "display:none")
+}
+
+// attr returns a quoted attribute's value from a tag's text.
+func attr(tag, name string) string {
+	lower := strings.ToLower(tag)
+	for from := 0; ; {
+		k := strings.Index(lower[from:], name)
+		if k < 0 {
+			return ""
+		}
+		k += from
+		from = k + len(name)
+		if k > 0 && lower[k-1] != ' ' && lower[k-1] != '\t' && lower[k-1] != '\n' {
+			continue
+		}
+		rest := strings.TrimLeft(tag[from:], " \t\n")
+		if !strings.HasPrefix(rest, "=") {
+			continue
+		}
+		rest = strings.TrimLeft(rest[1:], " \t\n")
+		if rest == "" {
+			return ""
+		}
+		q := rest[0]
+		if q != '"' && q != '\'' {
+			if e := strings.IndexAny(rest, " \t\n"); e >= 0 {
+				return rest[:e]
+			}
+			return rest
+		}
+		if e := strings.IndexByte(rest[1:], q); e >= 0 {
+			return rest[1 : 1+e]
+		}
+		return rest[1:]
+	}
+}
+
+// tidyText collapses spaces and tabs, trims each line, keeps at most one
+// blank line in a row, and ends with one newline.
+func tidyText(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	blank := 0
+	started := false
+	for _, line := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
+		line = strings.Join(strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' || r == '\r' }), " ")
+		if line == "" {
+			if started {
+				blank++
+			}
+			continue
+		}
+		if started {
+			b.WriteByte('\n')
+			if blank > 0 {
+				b.WriteByte('\n')
+			}
+		}
+		blank = 0
+		started = true
+		b.WriteString(line)
+	}
+	if !started {
+		return "\n"
+	}
+	b.WriteByte('\n')
+	return b.String()
 }

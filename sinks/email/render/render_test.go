@@ -205,3 +205,20 @@ func TestRenderErrorsAndTextFallback(t *testing.T) {
 		t.Errorf("render error = %v, want RenderError", err)
 	}
 }
+
+func TestTextFromHTML(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`<html><head><title>T</title><style>p{color:red}</style></head><body><div style="display: none;max-height:0">Preview <div>nested</div> text</div><h1>Title</h1><p>One &amp; two</p><ul><li>a</li><li>b</li></ul><script>x()</script>End</body></html>`,
+			"Title\nOne & two\na\nb\nEnd\n"},
+		{`<p>Visit <a href='https://x.io'>https://x.io</a> or <A HREF="https://y.io/?a=1&amp;b=2">our <b>site</b></a>.</p>`,
+			"Visit https://x.io or our site (https://y.io/?a=1&b=2).\n"},
+		{"<p>a   b\t c</p>\n\n\n\n<p>d</p><br/><br>e", "a b c\n\nd\n\ne\n"},
+		{"plain < text with a lone bracket", "plain < text with a lone bracket\n"},
+		{"", "\n"},
+	}
+	for _, c := range cases {
+		if got := TextFromHTML(c.in); got != c.want {
+			t.Errorf("TextFromHTML(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
