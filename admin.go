@@ -352,36 +352,6 @@ func adminTrackingTokenCreate(ctx context.Context, env *adminEnv, fs *flag.FlagS
 	return map[string]string{"id": id, "token": tok}, nil
 }
 
-//go:embed admin_requests.sql
-var sqlAdminRequests string
-
-// adminRequest is one request-log row as `admin requests` prints it.
-type adminRequest struct {
-	ID           string        `json:"id"`
-	At           time.Time     `json:"at"`
-	Method       string        `json:"method"`
-	Path         string        `json:"path"`
-	Status       uint16        `json:"status"`
-	DurationUS   uint64        `json:"durationUs"`
-	KeyID        string        `json:"keyId"`
-	KeyKind      string        `json:"keyKind"`
-	RequestBody  string        `json:"requestBody"`
-	ResponseBody string        `json:"responseBody"`
-	Truncated    bool          `json:"truncated"`
-	Produced     adminProduced `json:"produced"`
-	IP           string        `json:"ip"`
-	UserAgent    string        `json:"userAgent"`
-}
-
-type adminProduced struct {
-	MessageIDs    []string `json:"messageIds"`
-	EventIDs      []string `json:"eventIds"`
-	JourneyRunIDs []string `json:"journeyRunIds"`
-	ContactIDs    []string `json:"contactIds"`
-	Recipient     string   `json:"recipient"`
-	ExternalID    string   `json:"externalId"`
-}
-
 func adminRequests(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args []string) (any, error) {
 	ws := fs.String("workspace", "", "workspace id")
 	since := fs.String("since", "", "RFC 3339; default 24 hours ago")
@@ -404,27 +374,9 @@ func adminRequests(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args []
 	if err != nil {
 		return nil, err
 	}
-	rows, err := ch.Query(ctx, sqlAdminRequests, *ws, from.UTC(), *limit)
+	rows, err := chsink.QueryRequests(ctx, ch, *ws, from, *limit)
 	if err != nil {
-		return nil, fmt.Errorf("read request_log: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := []adminRequest{}
-	for rows.Next() {
-		var r adminRequest
-		var truncated uint8
-		p := &r.Produced
-		if err := rows.Scan(&r.ID, &r.At, &r.Method, &r.Path, &r.Status, &r.DurationUS, &r.KeyID, &r.KeyKind,
-			&r.RequestBody, &r.ResponseBody, &truncated, &p.MessageIDs, &p.EventIDs, &p.JourneyRunIDs, &p.ContactIDs,
-			&p.Recipient, &p.ExternalID, &r.IP, &r.UserAgent); err != nil {
-			return nil, fmt.Errorf("read request_log row: %w", err)
-		}
-		r.Truncated = truncated != 0
-		r.At = r.At.UTC()
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read request_log: %w", err)
-	}
-	return map[string]any{"requests": out}, nil
+	return map[string]any{"requests": rows}, nil
 }

@@ -138,8 +138,8 @@ func TestAdminRequests(t *testing.T) {
 		t.Fatalf("requests: %v", m)
 	}
 	first, _ := reqs[0].(map[string]any)
-	prod, _ := first["produced"].(map[string]any)
-	if first["path"] != "/api/v1/events" || first["status"] != float64(200) || prod["externalId"] != "x1" {
+	if first["path"] != "/api/v1/events" || first["status"] != float64(200) || first["externalId"] != "x1" ||
+		first["requestBody"] != `{"password":"[REDACTED]"}` || first["durationMs"] != 0.042 {
 		t.Fatalf("request row: %v", first)
 	}
 	if m := mustAdmin(t, "requests", "--workspace", ws, "--since", at.Add(time.Hour).Format(time.RFC3339)); len(m["requests"].([]any)) != 0 {

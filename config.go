@@ -25,9 +25,8 @@ type Config struct {
 	SMTPURL        string        // SENDSTREAM_SMTP_URL
 	Secret         string        // SENDSTREAM_SECRET: signs confirmation and unsubscribe links
 	LogLevel       slog.Level    // SENDSTREAM_LOG_LEVEL
-	KeyCacheTTL    time.Duration // SENDSTREAM_KEY_CACHE_TTL
+	KeyCacheTTL    time.Duration // SENDSTREAM_KEY_CACHE_TTL; negative disables the cache
 	DataDir        string        // SENDSTREAM_DATA_DIR
-	Stages         []string      // SENDSTREAM_STAGES; empty means every registered stage
 }
 
 // loadConfig reads the environment, filling connection settings the
@@ -43,7 +42,6 @@ func loadConfig() (Config, error) {
 		SMTPURL:        env("SENDSTREAM_SMTP_URL", "smtp://127.0.0.1:1025"),
 		Secret:         os.Getenv("SENDSTREAM_SECRET"),
 		DataDir:        env("SENDSTREAM_DATA_DIR", ".run"),
-		Stages:         split(os.Getenv("SENDSTREAM_STAGES")),
 	}
 	c.SiteURL = strings.TrimRight(env("SENDSTREAM_SITE_URL", "http://"+c.Listen), "/")
 	if _, err := url.Parse(c.SiteURL); err != nil {
@@ -57,6 +55,9 @@ func loadConfig() (Config, error) {
 		return c, fmt.Errorf("SENDSTREAM_KEY_CACHE_TTL %q: want a duration from 0 to 1m", os.Getenv("SENDSTREAM_KEY_CACHE_TTL"))
 	}
 	c.KeyCacheTTL = ttl
+	if ttl == 0 {
+		c.KeyCacheTTL = -1 // ingest.Config reads 0 as "default"
+	}
 	if c.PostgresURL == "" || c.ClickHouseAddr == "" {
 		if st, err := stack.Load(); err == nil {
 			c.PostgresURL = or(c.PostgresURL, st.PostgresURL)
