@@ -233,6 +233,16 @@ func TestProviderRefusalFailsWithReason(t *testing.T) {
 	if rows := e.chStatuses(ws, id, 2); strings.Join(rows, ",") != "queued,failed" {
 		t.Errorf("clickhouse rows: %v", rows)
 	}
+	// A template that parses but fails while rendering: accepted (a send
+	// checks syntax and variables), then failed by the delivery stage.
+	st, ans = e.send(key, map[string]any{"to": "render@example.test", "subject": "x", "htmlContent": `{{ "a" | divided_by: 0 }}`})
+	if st != 201 {
+		t.Fatal(st, ans)
+	}
+	got = e.waitStatus(key, ans["id"].(string), "failed")
+	if r, _ := got["failureReason"].(string); !strings.HasPrefix(r, "template error:") {
+		t.Errorf("failure reason %q", r)
+	}
 	st, ans = e.send(key, map[string]any{"to": "lost@example.test", "subject": "drop me", "htmlContent": "<p>x</p>"})
 	if st != 201 {
 		t.Fatal(st, ans)

@@ -281,6 +281,11 @@ func TestValidateRendersAndStoresNothing(t *testing.T) {
 	if st != 200 || ans["valid"] != false || ans["subject"] != nil || !strings.HasPrefix(ans["errors"].([]any)[0].(map[string]any)["error"].(string), "Template error:") {
 		t.Errorf("validate with a template error: %v", ans)
 	}
+	// A template that parses but fails while rendering is reported too.
+	st, ans = e.call("POST", "/api/v1/transactional/validate", key, map[string]any{"to": "v@example.test", "subject": "s", "htmlContent": `{{ "a" | divided_by: 0 }}`})
+	if st != 200 || ans["valid"] != false || ans["errors"].([]any)[0].(map[string]any)["code"] != "TEMPLATE_ERROR" {
+		t.Errorf("validate with a render error: %v", ans)
+	}
 	e.exec("INSERT INTO suppressions (workspace_id, email, reason) VALUES ($1, 'gone@example.test', 'bounced')", ws)
 	st, ans = e.call("POST", "/api/v1/transactional/validate", key, map[string]any{"to": "gone@example.test", "subject": "s", "htmlContent": "h"})
 	if st != 200 || ans["valid"] != false || ans["errors"].([]any)[0].(map[string]any)["code"] != "RECIPIENT_SUPPRESSED" {

@@ -94,8 +94,7 @@ func (e errInternal) Unwrap() error { return e.err }
 // prepare decides a send: lookups, policy, template, sender, suppression,
 // contact, rendering check and variables. Refusals are collected in order
 // of precedence; a send answers the first, validate lists them all.
-// full also derives the text part (validate shows it; a send only needs to
-// know that the message renders).
+// full also renders the message (validate shows it).
 func (s *service) prepare(ctx context.Context, ws, wsName string, req *sendRequest, full bool) (*prepared, error) {
 	p := &prepared{ws: ws, wsName: wsName, req: req}
 	addrs := append([]string{req.To}, req.Cc...)
@@ -233,22 +232,22 @@ func (s *service) prepare(ctx context.Context, ws, wsName string, req *sendReque
 		}
 	}
 
-	// Render once, as delivery will: a template that fails at run time
-	// (a filter given a wrong argument) is refused now, not after a 2xx.
-	var out render.Output
+	// Validate renders the message as delivery will, so a template that
+	// fails at run time (a filter given a wrong argument) shows there. A
+	// send does not render on the request path (the delivery stage does;
+	// such a message then fails with a "template error" reason): syntax and
+	// variables are what a send checks synchronously.
 	if full {
-		out, err = compiled.Render(p.bindings)
-	} else {
-		err = compiled.Check(p.bindings)
-	}
-	var re *render.RenderError
-	switch {
-	case errors.As(err, &re):
-		p.refuse(400, CodeTemplateError, "Template error: "+re.Msg)
-	case err != nil:
-		return nil, errInternal{err}
-	case full:
-		p.out = &out
+		out, err := compiled.Render(p.bindings)
+		var re *render.RenderError
+		switch {
+		case errors.As(err, &re):
+			p.refuse(400, CodeTemplateError, "Template error: "+re.Msg)
+		case err != nil:
+			return nil, errInternal{err}
+		default:
+			p.out = &out
+		}
 	}
 	sortRefusals(p.refusals)
 	return p, nil

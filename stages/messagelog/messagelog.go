@@ -11,6 +11,7 @@
 package messagelog
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -88,14 +89,51 @@ type sendFields struct {
 	} `json:"policy"`
 }
 
+// decodeSendFields reads the fields the log needs from a send payload and
+// stops at the first Liquid source ("subject"): schemas.SendPayload puts
+// the small fields first, so the bodies and attachments are never scanned.
+func decodeSendFields(payload []byte) (sendFields, error) {
+	var p sendFields
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return p, fmt.Errorf("send payload is not an object")
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return p, err
+		}
+		key, _ := t.(string)
+		switch key {
+		case "to":
+			err = dec.Decode(&p.To)
+		case "externalId":
+			err = dec.Decode(&p.ExternalID)
+		case "templateId":
+			err = dec.Decode(&p.TemplateID)
+		case "policy":
+			err = dec.Decode(&p.Policy)
+		case "subject", "preheader", "html", "text", "data", "contact", "attachments":
+			return p, nil
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
 // Decode turns an envelope into its row; ok false for envelope types that
 // are not status changes.
 func Decode(env schemas.Envelope, now time.Time) (Row, bool, error) {
 	r := Row{EventID: env.ID, Workspace: env.Workspace, Received: now.UTC()}
 	switch env.Type {
 	case schemas.TypeTransactionalSend:
-		var p sendFields
-		if err := json.Unmarshal(env.Payload, &p); err != nil {
+		p, err := decodeSendFields(env.Payload)
+		if err != nil {
 			return r, false, fmt.Errorf("messagelog: envelope %s: %w", env.ID, err)
 		}
 		r.MessageID, r.Status, r.At = env.ID, schemas.MessageQueued, env.OccurredAt.UTC()
