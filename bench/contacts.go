@@ -165,8 +165,8 @@ func seedContactsWorkspace(ctx context.Context, s *harness.System) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("seed: copy contacts: %w", err)
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO memberships (list_id, contact_id, workspace_id, contact_seq, status)
-		SELECT $1, id, workspace_id, seq, 'ACTIVE' FROM contacts WHERE workspace_id = $2 AND seq % 3 = 0`, list.ID, ws); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO memberships (list_id, contact_id, workspace_id, contact_seq, contact_status, status)
+		SELECT $1, id, workspace_id, seq, status, 'ACTIVE' FROM contacts WHERE workspace_id = $2 AND seq % 3 = 0`, list.ID, ws); err != nil {
 		return "", fmt.Errorf("seed: memberships: %w", err)
 	}
 	store := contacts.NewStore(pool)
@@ -208,7 +208,6 @@ func purgeOldBenchContacts(ctx context.Context, pool *pgxpool.Pool, current stri
 		"DELETE FROM lists WHERE workspace_id IN " + old,
 		"DELETE FROM contact_buckets WHERE workspace_id IN " + old,
 		"DELETE FROM contacts WHERE workspace_id IN " + old,
-		"DELETE FROM contact_stats WHERE workspace_id IN " + old,
 	} {
 		if _, err := tx.Exec(ctx, q, current); err != nil {
 			return fmt.Errorf("seed: purge old bench contacts: %w", err)

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"sendstream/ingest"
 	"sendstream/schemas"
@@ -24,8 +22,6 @@ const (
 	maxLimit       = 100  // spec 8.3
 	maxSearchEmail = 1000 // a longer email query is not an address anyway
 )
-
-var ProbeUpsertNanos, ProbeUpsertCount atomic.Int64
 
 // codeValidation is the error code of 400 answers naming failing fields.
 const codeValidation = "validation_error"
@@ -215,10 +211,7 @@ func (a *api) upsert(c *ingest.Call) ingest.Result {
 		source = "api"
 	}
 	ws := c.Principal.Workspace
-	t0 := time.Now()
 	r, err := a.store.Upsert(c.Ctx, ws, UpsertInput{Email: e, Fields: f, Source: source, Metadata: meta})
-	ProbeUpsertNanos.Add(int64(time.Since(t0)))
-	ProbeUpsertCount.Add(1)
 	if errors.Is(err, ErrContactLimit) {
 		return limitReached()
 	}

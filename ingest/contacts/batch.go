@@ -26,80 +26,119 @@ type upsertReply struct {
 	err error
 }
 
-// batcher groups concurrent upserts of one workspace into one statement
-// (group commit): while a workspace's statement runs, new upserts queue, and
-// the next statement takes all of them (emails unique within a statement;
-// a repeated email waits for the following one). Creating contacts takes the
-// workspace's contact_stats row lock until commit, so statements of one
-// workspace run one at a time anyway; grouping them turns that serial section
-// into one round trip per batch instead of per request.
+// maxInFlight bounds the statements of one workspace running at once.
+const maxInFlight = 4
+
+// extraRunnerQueue is the queue length that starts another statement while
+// one is running.
+const extraRunnerQueue = 16
+
+// batcher groups concurrent upserts of one workspace into shared statements
+// (group commit): while a workspace's statements run, new upserts queue, and
+// each free runner takes everything queued into its next statement. Up to
+// maxInFlight statements of a workspace run at once; an email is never in
+// two of them (a repeated email waits for the statement holding it), so
+// batches of one process never contend for the same contact row.
 type batcher struct {
-	exec func(ctx context.Context, ws string, batch []*pending) // replies to, or requeues, every item
+	// exec runs one statement for ws with counter shard slot and replies
+	// to, or requeues, every item.
+	exec func(ctx context.Context, ws string, slot int, batch []*pending)
 	ctx  context.Context                                        // the Store's; cancelled by Close
 	wg   sync.WaitGroup
 
 	mu     sync.Mutex
-	queues map[string][]*pending
+	queues map[string]*wsQueue
 	closed bool
 }
 
-// submit queues p and starts the workspace's loop when it is idle. It
-// returns false after close.
+// wsQueue is one workspace's waiting upserts and running statements.
+type wsQueue struct {
+	items    []*pending
+	running  int                 // runner goroutines
+	slots    [maxInFlight]bool   // counter shards taken by runners
+	inFlight map[string]struct{} // emails of the statements running
+}
+
+// submit queues p and starts a runner when the workspace has fewer than
+// maxInFlight. It returns false after close.
 func (b *batcher) submit(p *pending) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return false
 	}
-	q, running := b.queues[p.ws]
-	b.queues[p.ws] = append(q, p)
-	if !running {
+	q := b.queues[p.ws]
+	if q == nil {
+		q = &wsQueue{inFlight: map[string]struct{}{}}
+		b.queues[p.ws] = q
+	}
+	q.items = append(q.items, p)
+	// A second (third, ...) statement starts only when enough is queued:
+	// at low load one runner batching everything waiting is cheapest (one
+	// commit per batch); under load, statements overlap.
+	if q.running == 0 || q.running < maxInFlight && len(q.items) >= extraRunnerQueue {
+		q.running++
+		slot := 0
+		for q.slots[slot] {
+			slot++
+		}
+		q.slots[slot] = true
 		b.wg.Add(1)
-		go b.loop(p.ws)
+		go b.loop(p.ws, q, slot)
 	}
 	return true
 }
 
-// requeue puts items back at the head of their workspace's queue (they are
-// retried by the running loop, which is the caller).
+// requeue puts items back at the head of their workspace's queue; the
+// calling runner picks them up next.
 func (b *batcher) requeue(ws string, items []*pending) {
 	b.mu.Lock()
-	b.queues[ws] = append(append([]*pending(nil), items...), b.queues[ws]...)
+	q := b.queues[ws]
+	q.items = append(append([]*pending(nil), items...), q.items...)
 	b.mu.Unlock()
 }
 
-// loop runs batches for ws until its queue is empty, then removes the queue
-// (a later submit starts a new loop).
-func (b *batcher) loop(ws string) {
+// loop runs statements for ws until nothing it may take is queued; its
+// statements bump counter shard slot.
+func (b *batcher) loop(ws string, q *wsQueue, slot int) {
 	defer b.wg.Done()
 	for {
 		b.mu.Lock()
-		q := b.queues[ws]
-		if len(q) == 0 {
-			delete(b.queues, ws)
+		batch, rest := takeBatch(q.items, q.inFlight)
+		q.items = rest
+		if len(batch) == 0 {
+			q.running--
+			q.slots[slot] = false
+			if q.running == 0 && len(q.items) == 0 {
+				delete(b.queues, ws)
+			}
 			b.mu.Unlock()
 			return
 		}
-		batch, rest := takeBatch(q)
-		if len(rest) == 0 {
-			b.queues[ws] = q[:0:0]
-		} else {
-			b.queues[ws] = rest
+		for _, p := range batch {
+			q.inFlight[p.in.Email] = struct{}{}
 		}
 		b.mu.Unlock()
-		b.exec(b.ctx, ws, batch)
+		b.exec(b.ctx, ws, slot, batch)
+		b.mu.Lock()
+		for _, p := range batch {
+			delete(q.inFlight, p.in.Email)
+		}
+		b.mu.Unlock()
 	}
 }
 
 // takeBatch splits q into up to maxBatch live items with distinct emails
-// (in queue order) and the rest. Abandoned items are dropped.
-func takeBatch(q []*pending) (batch, rest []*pending) {
+// not in busy (in queue order) and the rest. Abandoned items are dropped.
+func takeBatch(q []*pending, busy map[string]struct{}) (batch, rest []*pending) {
 	seen := make(map[string]struct{}, min(len(q), maxBatch))
 	for _, p := range q {
 		if p.abandoned.Load() {
 			continue
 		}
-		if _, dup := seen[p.in.Email]; dup || len(batch) == maxBatch {
+		_, dup := seen[p.in.Email]
+		_, held := busy[p.in.Email]
+		if dup || held || len(batch) == maxBatch {
 			rest = append(rest, p)
 			continue
 		}

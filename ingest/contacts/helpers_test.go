@@ -139,6 +139,11 @@ func (e *env) count(t *testing.T, q string, args ...any) int64 {
 	return n
 }
 
+// total is ws's maintained contact total (the limit counter).
+func (e *env) total(t *testing.T, ws string) int64 {
+	return e.count(t, "SELECT sum(n)::bigint FROM contact_buckets WHERE workspace_id = $1 AND status = '' AND bucket = -1", ws)
+}
+
 // contactsOf counts ws's contacts.
 func (e *env) contactsOf(t *testing.T, ws string) int64 {
 	return e.count(t, "SELECT count(*) FROM contacts WHERE workspace_id = $1", ws)

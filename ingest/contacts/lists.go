@@ -163,7 +163,7 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 			}
 			var a upsertArgs
 			a.add(schemas.NewID(), UpsertInput{Email: t.Email, Fields: t.Fields, Source: t.Source, Metadata: t.Metadata}, custom, createStatus)
-			a.queue(b, l.Workspace, false)
+			a.queue(b, l.Workspace, false, membershipShard)
 		}
 		var email, id *string
 		if t.Email != "" {
@@ -225,6 +225,10 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 	})
 	return res, err
 }
+
+// membershipShard is the counter shard of contacts created by Subscribe
+// and Signup (outside the batcher's shards 0..maxInFlight-1).
+const membershipShard = maxInFlight
 
 // errRace: the contact was created by a concurrent transaction between the
 // statement's snapshot and its insert; running again sees it.

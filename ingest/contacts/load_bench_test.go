@@ -2,14 +2,14 @@ package contacts_test
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"os"
 	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"sendstream/ingest/contacts"
 
 	"sendstream/ingest/ingesttest"
 )
@@ -52,8 +52,47 @@ func BenchmarkUpsertHTTP(b *testing.B) {
 		}()
 	}
 	wg.Wait()
-	b.StopTimer()
-	if n := contacts.ProbeUpsertCount.Load(); n > 0 {
-		b.Logf("store.Upsert mean %v over %d", time.Duration(contacts.ProbeUpsertNanos.Load()/n), n)
+}
+
+// BenchmarkPageHTTP pages through an existing big workspace (PROBE_WS, e.g.
+// the bench's) with 16 concurrent clients, for profiling.
+func BenchmarkPageHTTP(b *testing.B) {
+	ws := os.Getenv("PROBE_WS")
+	if ws == "" {
+		b.Skip("set PROBE_WS")
 	}
+	e := startB(b)
+	_, key, err := e.Store.CreateAPIKey(context.Background(), ws, "probe", nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for c := 0; c < 16; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := n.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				req, _ := http.NewRequest("GET", fmt.Sprintf("%s/api/v1/contacts?limit=50&page=%d", e.URL, 1+(i*7919)%20000), nil)
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := e.Client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Errorf("status %d", resp.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,8 +39,6 @@ const sqlGenericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
 // serialization failure or a concurrent creation of the same email.
 const maxAttempts = 5
 
-var ProbeBatchNanos, ProbeBatchRows, ProbeBatches atomic.Int64
-
 // batchTimeout bounds one upsert statement batch.
 const batchTimeout = 30 * time.Second
 
@@ -63,7 +60,7 @@ func NewStore(pool *pgxpool.Pool) *Store {
 	s := &Store{pool: pool, cancel: cancel}
 	s.fields = fieldCache{load: s.loadFields, reloadEvery: 200 * time.Millisecond, m: map[string]*fieldSet{}}
 	s.lists = listCache{ttl: 30 * time.Second, m: map[string]cachedList{}}
-	s.batch = &batcher{exec: s.execUpserts, ctx: ctx, queues: map[string][]*pending{}}
+	s.batch = &batcher{exec: s.execUpserts, ctx: ctx, queues: map[string]*wsQueue{}}
 	return s
 }
 
@@ -212,11 +209,11 @@ func encodeCustom(m map[string]any) (*string, error) {
 }
 
 // queue adds lock_for_create.sql and upsert_contacts.sql to b.
-func (a *upsertArgs) queue(b *pgx.Batch, ws string, updateExisting bool) {
+func (a *upsertArgs) queue(b *pgx.Batch, ws string, updateExisting bool, shard int) {
 	b.Queue(sqlGenericPlans)
 	b.Queue(sqlLockForCreate, ws, a.emails)
 	b.Queue(sqlUpsertContacts, ws, a.ids, a.emails, a.firstNames, a.countries, a.languages,
-		a.custom, a.sources, a.metadata, a.statuses, updateExisting)
+		a.custom, a.sources, a.metadata, a.statuses, updateExisting, shard)
 }
 
 // upsertRow is one result row of upsert_contacts.sql.
@@ -261,19 +258,17 @@ func scanUpsertRows(rows pgx.Rows) ([]upsertRow, error) {
 // in one implicit transaction (one round trip), and answers every item or
 // puts it back in the queue (a concurrent creation of the same email, or a
 // limit refusal that such a race may have caused).
-func (s *Store) execUpserts(ctx context.Context, ws string, batch []*pending) {
+func (s *Store) execUpserts(ctx context.Context, ws string, shard int, batch []*pending) {
 	var a upsertArgs
 	for _, p := range batch {
 		a.add(p.newID, p.in, p.custom, StatusActive)
 	}
 	ctx, cancel := context.WithTimeout(ctx, batchTimeout)
 	defer cancel()
-	t0 := time.Now()
-	defer func() { ProbeBatchNanos.Add(int64(time.Since(t0))); ProbeBatchRows.Add(int64(len(batch))); ProbeBatches.Add(1) }()
 	var rows []upsertRow
 	err := retryTx(ctx, func() error {
 		b := &pgx.Batch{}
-		a.queue(b, ws, true)
+		a.queue(b, ws, true, shard)
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
 		if _, err := br.Exec(); err != nil {

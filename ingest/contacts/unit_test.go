@@ -118,15 +118,20 @@ func TestTakeBatchKeepsEmailsUniqueAndOrder(t *testing.T) {
 	a1, b1, a2, c1, a3 := mk("a"), mk("b"), mk("a"), mk("c"), mk("a")
 	gone := mk("d")
 	gone.abandoned.Store(true)
-	batch, rest := takeBatch([]*pending{a1, b1, a2, gone, c1, a3})
+	batch, rest := takeBatch([]*pending{a1, b1, a2, gone, c1, a3}, nil)
 	if !reflect.DeepEqual(batch, []*pending{a1, b1, c1}) || !reflect.DeepEqual(rest, []*pending{a2, a3}) {
 		t.Fatalf("batch %v rest %v", batch, rest)
+	}
+	// An email held by a running statement waits.
+	batch, rest = takeBatch([]*pending{a1, b1}, map[string]struct{}{"a": {}})
+	if !reflect.DeepEqual(batch, []*pending{b1}) || !reflect.DeepEqual(rest, []*pending{a1}) {
+		t.Fatalf("busy: batch %v rest %v", batch, rest)
 	}
 	var many []*pending
 	for i := 0; i < maxBatch+5; i++ {
 		many = append(many, mk(strings.Repeat("x", i+1)))
 	}
-	batch, rest = takeBatch(many)
+	batch, rest = takeBatch(many, nil)
 	if len(batch) != maxBatch || len(rest) != 5 || rest[0] != many[maxBatch] {
 		t.Fatalf("cap: %d in batch, %d left", len(batch), len(rest))
 	}

@@ -3,14 +3,13 @@
 -- '' counts every contact status) locates the starting bucket and an
 -- index-only scan of memberships skips to the page's first seq, as in
 -- page_all.sql. The first row carries only total.
-WITH b AS (
-    SELECT bucket, n FROM list_buckets WHERE list_id = $1 AND status = '' AND n > 0
-),
-cum AS (
-    SELECT bucket, n, sum(n) OVER (ORDER BY bucket DESC) - n AS before FROM b
+WITH cum AS (
+    -- In bucket order straight from the primary key: no sort.
+    SELECT bucket, n, sum(n) OVER (ORDER BY bucket DESC ROWS UNBOUNDED PRECEDING) AS upto
+      FROM list_buckets WHERE list_id = $1 AND status = '' AND n > 0
 ),
 start AS (
-    SELECT bucket, before FROM cum WHERE before <= $2 AND before + n > $2
+    SELECT bucket, upto - n AS before FROM cum WHERE upto > $2 ORDER BY bucket DESC LIMIT 1
 ),
 first AS (
     SELECT m.contact_seq FROM memberships m
@@ -18,7 +17,7 @@ first AS (
      ORDER BY m.contact_seq DESC
     OFFSET (SELECT $2 - before FROM start) LIMIT 1
 )
-SELECT (SELECT coalesce(sum(n), 0) FROM b)::bigint AS total,
+SELECT (SELECT coalesce(max(upto), 0) FROM cum)::bigint AS total,
        NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
        NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz
 UNION ALL

@@ -2,14 +2,16 @@
 -- skipped, at most $3 returned; as page_all.sql, with the status's bucket
 -- counts and the (workspace_id, status, seq) index. The first row carries
 -- only total.
-WITH b AS (
-    SELECT bucket, n FROM contact_buckets WHERE workspace_id = $1 AND status = $4 AND n > 0
-),
-cum AS (
-    SELECT bucket, n, sum(n) OVER (ORDER BY bucket DESC) - n AS before FROM b
+WITH cum AS (
+    -- Shards summed per bucket, in bucket order straight from the primary
+    -- key: no sort.
+    SELECT bucket, n, sum(n) OVER (ORDER BY bucket DESC ROWS UNBOUNDED PRECEDING) AS upto
+      FROM (SELECT bucket, sum(n)::int AS n FROM contact_buckets
+             WHERE workspace_id = $1 AND status = $4 AND bucket >= 0
+             GROUP BY bucket HAVING sum(n) > 0) g
 ),
 start AS (
-    SELECT bucket, before FROM cum WHERE before <= $2 AND before + n > $2
+    SELECT bucket, upto - n AS before FROM cum WHERE upto > $2 ORDER BY bucket DESC LIMIT 1
 ),
 first AS (
     SELECT c.seq FROM contacts c
@@ -17,7 +19,7 @@ first AS (
      ORDER BY c.seq DESC
     OFFSET (SELECT $2 - before FROM start) LIMIT 1
 )
-SELECT (SELECT coalesce(sum(n), 0) FROM b)::bigint AS total,
+SELECT (SELECT coalesce(max(upto), 0) FROM cum)::bigint AS total,
        NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
        NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz
 UNION ALL

@@ -1,19 +1,22 @@
 -- Recompute every counter of workspace $1 from its rows, for data loaded
 -- without the Store (COPY, restores). Statements are split on lines holding
--- only ";" and run in one transaction after locking contact_stats.
-INSERT INTO contact_stats AS s (workspace_id) VALUES ($1)
-ON CONFLICT (workspace_id) DO UPDATE SET total = s.total
+-- only ";" and run in one transaction after locking the total row; the
+-- global contacts_seq is moved past the workspace's highest seq.
+INSERT INTO contact_buckets AS b (workspace_id, status, bucket, shard, n) VALUES ($1, '', -1, 0, 0)
+ON CONFLICT (workspace_id, status, bucket, shard) DO UPDATE SET n = b.n
 ;
-DELETE FROM contact_buckets WHERE workspace_id = $1
+DELETE FROM contact_buckets WHERE workspace_id = $1 AND (bucket >= 0 OR shard <> 0)
 ;
-INSERT INTO contact_buckets (workspace_id, status, bucket, n)
-SELECT $1, coalesce(status, ''), seq >> 10, count(*) FROM contacts WHERE workspace_id = $1
+INSERT INTO contact_buckets (workspace_id, status, bucket, shard, n)
+SELECT $1, coalesce(status, ''), seq >> 10, 0, count(*) FROM contacts WHERE workspace_id = $1
  GROUP BY GROUPING SETS ((status, seq >> 10), (seq >> 10))
 ;
-UPDATE contact_stats s
-   SET total = x.total, last_seq = greatest(s.last_seq, x.last_seq)
-  FROM (SELECT count(*) AS total, coalesce(max(seq), 0) AS last_seq FROM contacts WHERE workspace_id = $1) x
- WHERE s.workspace_id = $1
+UPDATE contact_buckets
+   SET n = (SELECT count(*) FROM contacts WHERE workspace_id = $1)
+ WHERE workspace_id = $1 AND status = '' AND bucket = -1 AND shard = 0
+;
+SELECT setval('contacts_seq', greatest((SELECT last_value FROM contacts_seq),
+                                       (SELECT coalesce(max(seq), 1) FROM contacts WHERE workspace_id = $1)))
 ;
 UPDATE lists l SET contact_count = (SELECT count(*) FROM memberships m WHERE m.list_id = l.id)
  WHERE l.workspace_id = $1

@@ -34,6 +34,7 @@ bump_buckets AS (
     SELECT $2, v.status, c.seq >> 10, 1
       FROM c CROSS JOIN LATERAL (VALUES (c.status), ('')) AS v(status)
      WHERE EXISTS (SELECT 1 FROM up WHERE inserted)
+     ORDER BY v.status
     ON CONFLICT (list_id, status, bucket) DO UPDATE SET n = b.n + 1
 )
 SELECT c.id, c.email, c.first_name, c.country, c.language, c.status, c.source,

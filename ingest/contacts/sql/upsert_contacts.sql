@@ -4,15 +4,18 @@
 -- $6 language (NULL keeps the current value), $7 customFields patch as JSON
 -- text (a null value removes the key), $8 source and $9 metadata JSON
 -- (creation only), $10 status at creation. $11 false leaves existing
--- contacts untouched (list subscribe and sign-up forms create only).
+-- contacts untouched (list subscribe and sign-up forms create only). $12 is
+-- the counter shard this statement bumps (one per concurrent statement).
 --
--- Runs after lock_for_create.sql in the same transaction, so stats is
--- current: new rows are admitted in batch order while the plan's contact
--- limit allows and get consecutive seqs; contact_stats and contact_buckets
--- (per status and '' for all) count them in the same statement. An admitted row that a concurrent
--- transaction created meanwhile is not inserted ("retry": the caller runs it
--- again as an update). Updates touch a row only when a value changes, and
--- never touch status, source or metadata.
+-- Runs after lock_for_create.sql in the same transaction. New rows get their
+-- seq from the global contacts_seq. In a workspace with a contact limit they
+-- are admitted in batch order while the limit allows (the total row is
+-- locked and current); an admitted row that a concurrent transaction created
+-- meanwhile is not inserted ("retry": the caller runs it again as an update).
+-- Updates touch a row only when a value changes, and never touch status,
+-- source or metadata. Every counter row the batch changes (total, per status
+-- and '' per bucket) is bumped by one INSERT in key order at the end, so
+-- concurrent batches lock counters in one order and only until they commit.
 --
 -- One row per input, in any order: ord, outcome (created, updated,
 -- unchanged, refused = over the contact limit, retry), the contact after the
@@ -29,9 +32,11 @@ existing AS (
     SELECT i.ord, c AS old
       FROM input i JOIN contacts c ON c.workspace_id = $1 AND c.email = i.email
 ),
-stats AS (
-    SELECT w.contact_limit, coalesce(s.total, 0) AS total, coalesce(s.last_seq, 0) AS last_seq
-      FROM workspaces w LEFT JOIN contact_stats s ON s.workspace_id = w.id
+lim AS (
+    SELECT w.contact_limit,
+           coalesce((SELECT sum(b.n) FROM contact_buckets b
+                      WHERE b.workspace_id = $1 AND b.status = '' AND b.bucket = -1), 0) AS total
+      FROM workspaces w
      WHERE w.id = $1
 ),
 fresh AS (
@@ -40,17 +45,16 @@ fresh AS (
      WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.ord = i.ord)
 ),
 admitted AS (
-    SELECT f.*, s.last_seq + f.rn AS seq
-      FROM fresh f CROSS JOIN stats s
-     WHERE s.contact_limit = 0 OR s.total + f.rn <= s.contact_limit
+    SELECT f.*
+      FROM fresh f CROSS JOIN lim
+     WHERE lim.contact_limit = 0 OR lim.total + f.rn <= lim.contact_limit
 ),
 ins AS (
     INSERT INTO contacts AS c (id, workspace_id, seq, email, first_name, country, language,
                                status, source, metadata, custom_fields)
-    SELECT a.new_id, $1, a.seq, a.email, a.first_name, a.country, a.language,
+    SELECT a.new_id, $1, nextval('contacts_seq'), a.email, a.first_name, a.country, a.language,
            a.status, a.source, a.metadata, jsonb_strip_nulls(coalesce(a.custom_fields, '{}'))
-      FROM admitted a
-     ORDER BY a.email
+      FROM (SELECT * FROM admitted ORDER BY email) a
     ON CONFLICT (workspace_id, email) DO NOTHING
     RETURNING c
 ),
@@ -71,18 +75,15 @@ upd AS (
             jsonb_strip_nulls(c.custom_fields || coalesce(i.custom_fields, '{}')))
     RETURNING c
 ),
-bump_stats AS (
-    INSERT INTO contact_stats AS s (workspace_id, total, last_seq)
-    SELECT $1, count(*), max((x.c).seq) FROM ins x HAVING count(*) > 0
-    ON CONFLICT (workspace_id) DO UPDATE
-       SET total = s.total + EXCLUDED.total, last_seq = greatest(s.last_seq, EXCLUDED.last_seq)
-),
-bump_buckets AS (
-    INSERT INTO contact_buckets AS b (workspace_id, status, bucket, n)
-    SELECT $1, v.status, (x.c).seq >> 10, count(*)
-      FROM ins x CROSS JOIN LATERAL (VALUES ((x.c).status), ('')) AS v(status)
+counts AS (
+    INSERT INTO contact_buckets AS b (workspace_id, status, bucket, shard, n)
+    SELECT $1, k.status, k.bucket, $12::smallint, count(*)
+      FROM ins x
+           CROSS JOIN LATERAL (VALUES ((x.c).status, (x.c).seq >> 10), ('', (x.c).seq >> 10), ('', -1::bigint))
+           AS k(status, bucket)
      GROUP BY 2, 3
-    ON CONFLICT (workspace_id, status, bucket) DO UPDATE SET n = b.n + EXCLUDED.n
+     ORDER BY 2, 3
+    ON CONFLICT (workspace_id, status, bucket, shard) DO UPDATE SET n = b.n + EXCLUDED.n
 ),
 res AS (
     SELECT i.ord,
