@@ -43,7 +43,7 @@ type batcher struct {
 	// exec runs one statement for ws with counter shard slot and replies
 	// to, or requeues, every item.
 	exec func(ctx context.Context, ws string, slot int, batch []*pending)
-	ctx  context.Context                                        // the Store's; cancelled by Close
+	ctx  context.Context // the Store's; cancelled by Close
 	wg   sync.WaitGroup
 
 	mu     sync.Mutex

@@ -3,10 +3,10 @@ package contacts_test
 import (
 	"bytes"
 	"context"
-	"io"
-	"os"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
