@@ -34,14 +34,6 @@ type api struct {
 	log    *slog.Logger
 }
 
-// contactResponse is the body of POST /v1/contacts.
-type contactResponse struct {
-	Success bool    `json:"success"`
-	Created bool    `json:"created"`
-	ID      string  `json:"id"`
-	Contact Contact `json:"contact"`
-}
-
 // pagination is the spec 4.5 pagination object.
 type pagination struct {
 	Page       int64 `json:"page"`
@@ -228,7 +220,7 @@ func (a *api) upsert(c *ingest.Call) ingest.Result {
 	}
 	return ingest.Result{
 		Status:   status,
-		Body:     contactResponse{Success: true, Created: r.Created, ID: r.Contact.ID, Contact: r.Contact},
+		Raw:      encodeUpsert(r),
 		Publish:  ev.out,
 		Produced: schemas.Produced{ContactIDs: []string{r.Contact.ID}},
 	}
@@ -275,9 +267,9 @@ func (a *api) page(c *ingest.Call) ingest.Result {
 	if err != nil {
 		return a.internal(err)
 	}
-	return ingest.OK(200, pageResponse{Contacts: p.Contacts, Pagination: pagination{
+	return ingest.Result{Status: 200, Raw: encodePage(p, pagination{
 		Page: page, Limit: limit, Total: p.Total, TotalPages: (p.Total + int64(limit) - 1) / int64(limit),
-	}})
+	})}
 }
 
 // search is GET /v1/contacts/search?email= (spec 4.5): the contact with its

@@ -152,3 +152,37 @@ func TestChangedFields(t *testing.T) {
 		t.Fatal("created has changes")
 	}
 }
+
+func TestAppendContactMatchesEncodingJSON(t *testing.T) {
+	ts := time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.UTC)
+	for _, c := range []Contact{
+		{ID: "a", Email: "a@example.com", Status: StatusActive, CustomFields: json.RawMessage(`{}`), CreatedAt: ts, UpdatedAt: ts},
+		{ID: "b", Email: "b@example.com", FirstName: ptr("Zoë \"Z\" \\ \n\t\x01 \u2028 end"), Country: ptr(""),
+			Language: ptr("de"), Status: StatusPending, Source: ptr("api"),
+			CustomFields: json.RawMessage(`{"plan":"pro","n":1.5}`), Metadata: json.RawMessage(`{"a":[1,2]}`),
+			CreatedAt: ts, UpdatedAt: ts.Add(time.Second)},
+		{ID: "c", Email: "c@example.com", FirstName: ptr("bad \xff utf8"), Status: StatusBounced,
+			CustomFields: json.RawMessage(`{}`), Metadata: json.RawMessage(`null`), CreatedAt: ts, UpdatedAt: ts},
+	} {
+		want, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b any
+		got := appendContact(nil, &c)
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("invalid JSON %s: %v", got, err)
+		}
+		_ = json.Unmarshal(want, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	}
+	p := encodePage(Page{Contacts: []Contact{{ID: "x", Email: "x@example.com", Status: "ACTIVE", CreatedAt: ts, UpdatedAt: ts}}, Total: 7},
+		pagination{Page: 2, Limit: 1, Total: 7, TotalPages: 7})
+	want, _ := json.Marshal(pageResponse{Contacts: []Contact{{ID: "x", Email: "x@example.com", Status: "ACTIVE", CreatedAt: ts, UpdatedAt: ts,
+		CustomFields: json.RawMessage(`{}`), Metadata: json.RawMessage(`null`)}}, Pagination: pagination{Page: 2, Limit: 1, Total: 7, TotalPages: 7}})
+	if string(p) != string(want) {
+		t.Fatalf("page\n got  %s\n want %s", p, want)
+	}
+}
