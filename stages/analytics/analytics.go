@@ -16,7 +16,6 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -124,8 +123,8 @@ func decode(env schemas.Envelope) (row, error) {
 	if env.ID == "" || env.Workspace == "" {
 		return row{}, fmt.Errorf("analytics: envelope %q: missing id or workspace", env.ID)
 	}
-	var p schemas.EventPayload
-	if err := json.Unmarshal(env.Payload, &p); err != nil {
+	p, err := schemas.DecodeEventPayload(env.Payload)
+	if err != nil {
 		return row{}, fmt.Errorf("analytics: envelope %s: decode payload: %w", env.ID, err)
 	}
 	if p.Event == "" {

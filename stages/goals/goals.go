@@ -119,8 +119,8 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 	if env.Type != schemas.TypeEventRecorded {
 		return nil, nil
 	}
-	var p schemas.EventPayload
-	if err := json.Unmarshal(env.Payload, &p); err != nil {
+	p, err := schemas.DecodeEventPayload(env.Payload)
+	if err != nil {
 		return nil, pipeline.Permanent(fmt.Errorf("goals: envelope %s: decode payload: %w", env.ID, err))
 	}
 	if p.ContactID == "" {

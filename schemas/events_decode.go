@@ -1,0 +1,217 @@
+package schemas
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// DecodeEventPayload decodes an EventPayload, for the stages that read every
+// event (analytics, goals): it walks the object once without reflection and
+// copies the properties object as raw JSON. It gives json.Unmarshal's result
+// for every payload an encoder of EventPayload writes; unlike json.Unmarshal
+// it matches member names exactly. Unknown members are skipped; a member of
+// the wrong type or malformed JSON is an error.
+func DecodeEventPayload(b []byte) (EventPayload, error) {
+	var p EventPayload
+	i := evSkipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return p, errors.New("event payload: not a JSON object")
+	}
+	i = evSkipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return p, evTrailing(b, i+1)
+	}
+	for i < len(b) {
+		if b[i] != '"' {
+			return p, evSyntaxAt(i)
+		}
+		kEnd, err := evScanString(b, i)
+		if err != nil {
+			return p, err
+		}
+		key := b[i+1 : kEnd-1]
+		i = evSkipWS(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
+			return p, evSyntaxAt(i)
+		}
+		i = evSkipWS(b, i+1)
+		vEnd, err := evScanValue(b, i)
+		if err != nil {
+			return p, err
+		}
+		if err := p.set(string(key), b[i:vEnd]); err != nil {
+			return p, err
+		}
+		i = evSkipWS(b, vEnd)
+		if i >= len(b) {
+			return p, evSyntaxAt(i)
+		}
+		if b[i] == '}' {
+			return p, evTrailing(b, i+1)
+		}
+		if b[i] != ',' {
+			return p, evSyntaxAt(i)
+		}
+		i = evSkipWS(b, i+1)
+	}
+	return p, evSyntaxAt(i)
+}
+
+// set assigns one member. Members are matched by their exact names (the
+// ones EventPayload's encoders write); others are skipped.
+func (p *EventPayload) set(key string, v []byte) error {
+	var dst *string
+	switch key {
+	case "event":
+		dst = &p.Event
+	case "contactId":
+		dst = &p.ContactID
+	case "email":
+		dst = &p.Email
+	case "goalType":
+		dst = &p.GoalType
+	case "value":
+		dst = &p.Value
+	case "currency":
+		dst = &p.Currency
+	case "externalId":
+		dst = &p.ExternalID
+	case "source":
+		dst = &p.Source
+	case "occurredAt", "receivedAt":
+		t := &p.OccurredAt
+		if key == "receivedAt" {
+			t = &p.ReceivedAt
+		}
+		if string(v) == "null" {
+			return nil
+		}
+		s, ok := evPlainString(v)
+		if !ok {
+			return json.Unmarshal(v, t)
+		}
+		parsed, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return fmt.Errorf("event payload: %s: %w", key, err)
+		}
+		*t = parsed
+		return nil
+	case "properties":
+		if string(v) == "null" {
+			p.Properties = nil
+			return nil
+		}
+		p.Properties = append(json.RawMessage(nil), v...)
+		return nil
+	default: // not a member of EventPayload
+		return nil
+	}
+	if string(v) == "null" {
+		return nil
+	}
+	if s, ok := evPlainString(v); ok {
+		*dst = s
+		return nil
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		return fmt.Errorf("event payload: %s: %w", key, err)
+	}
+	return nil
+}
+
+// evPlainString returns the content of a JSON string without escapes or
+// control characters and valid UTF-8; ok is false otherwise (the caller
+// decodes it with encoding/json).
+func evPlainString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	in := v[1 : len(v)-1]
+	for _, c := range in {
+		if c == '\\' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
+}
+
+func evSkipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func evTrailing(b []byte, i int) error {
+	if evSkipWS(b, i) != len(b) {
+		return evSyntaxAt(i)
+	}
+	return nil
+}
+
+func evSyntaxAt(i int) error {
+	return fmt.Errorf("event payload: malformed JSON at byte %d", i)
+}
+
+// evScanString returns the index after the string starting at b[i] == '"'.
+func evScanString(b []byte, i int) (int, error) {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			return i + 1, nil
+		case '\\':
+			i++
+		}
+	}
+	return 0, evSyntaxAt(i)
+}
+
+// evScanValue returns the index after the JSON value starting at b[i]; a
+// container's content is checked with json.Valid.
+func evScanValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, evSyntaxAt(i)
+	}
+	switch b[i] {
+	case '"':
+		return evScanString(b, i)
+	case '{', '[':
+		start, depth := i, 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				end, err := evScanString(b, i)
+				if err != nil {
+					return 0, err
+				}
+				i = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					if !json.Valid(b[start : i+1]) {
+						return 0, evSyntaxAt(start)
+					}
+					return i + 1, nil
+				}
+			}
+		}
+		return 0, evSyntaxAt(i)
+	default:
+		start := i
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
+			i++
+		}
+		if i == start || !json.Valid(b[start:i]) {
+			return 0, evSyntaxAt(start)
+		}
+		return i, nil
+	}
+}
