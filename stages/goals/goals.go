@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -41,8 +42,12 @@ import (
 // Name is the stage's registered name (and so its consumer group's).
 const Name = "goals"
 
-//go:embed apply.sql
-var applySQL string
+var (
+	//go:embed apply.sql
+	applySQL string
+	//go:embed prune.sql
+	pruneSQL string
+)
 
 func init() {
 	pipeline.Register(pipeline.Spec[Config]{
@@ -66,10 +71,27 @@ func Route(out schemas.Envelope) string {
 	return schemas.TopicWebhooks
 }
 
-// Config configures the stage. The zero value is the default.
+// Config configures the stage. Zero fields take the defaults.
 type Config struct {
 	// Breaker tunes the circuit breaker around Postgres.
 	Breaker pipeline.BreakerConfig
+	// LedgerRetention is how long an applied goal's id stays in
+	// event_ledger (default 30 days). It must exceed the events topic's
+	// retention and ingest's 24-hour republish window, the longest a copy
+	// of an event can arrive after the first.
+	LedgerRetention time.Duration
+	// PruneEvery is how often old ledger entries are deleted (default 1h;
+	// the first pass runs after a minute, or PruneEvery when shorter).
+	PruneEvery time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.LedgerRetention <= 0 {
+		c.LedgerRetention = 30 * 24 * time.Hour
+	}
+	if c.PruneEvery <= 0 {
+		c.PruneEvery = time.Hour
+	}
 }
 
 // Stage buffers matched events in Handle and applies them in Flush. The
@@ -82,6 +104,10 @@ type Stage struct {
 	mu   sync.Mutex
 	buf  cols
 	seen map[string]struct{}
+
+	log  *slog.Logger
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // cols are the buffered events as the columns apply.sql takes.
@@ -98,9 +124,11 @@ func (c *cols) reset() {
 var (
 	_ pipeline.Stage   = (*Stage)(nil)
 	_ pipeline.Flusher = (*Stage)(nil)
+	_ pipeline.Closer  = (*Stage)(nil)
 )
 
-// New builds the stage on r.Postgres (required).
+// New builds the stage on r.Postgres (required) and starts its ledger
+// pruning goroutine, which runs until Close. ctx only bounds construction.
 func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) {
 	if r.Postgres == nil {
 		return nil, errors.New("goals: needs Postgres")
@@ -108,7 +136,54 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("goals: build: %w", err)
 	}
-	return &Stage{pg: r.Postgres, breaker: cfg.Breaker.New("postgres_goals"), seen: map[string]struct{}{}}, nil
+	cfg.defaults()
+	log := r.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	s := &Stage{
+		pg: r.Postgres, breaker: cfg.Breaker.New("postgres_goals"), seen: map[string]struct{}{},
+		log: log.With("stage", Name), stop: stop, done: make(chan struct{}),
+	}
+	go s.prune(runCtx, cfg)
+	return s, nil
+}
+
+// prune deletes ledger entries older than the retention, in chunks, every
+// PruneEvery until ctx ends.
+func (s *Stage) prune(ctx context.Context, cfg Config) {
+	defer close(s.done)
+	wait := min(time.Minute, cfg.PruneEvery)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = cfg.PruneEvery
+		for {
+			cctx, cancel := context.WithTimeout(ctx, time.Minute)
+			tag, err := s.pg.Exec(cctx, pruneSQL, cfg.LedgerRetention.Seconds(), 10000)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Warn("pruning the event ledger failed", "err", err)
+				}
+				break
+			}
+			if tag.RowsAffected() < 10000 {
+				break
+			}
+		}
+	}
+}
+
+// Close stops the pruning goroutine and waits for it.
+func (s *Stage) Close() error {
+	s.stop()
+	<-s.done
+	return nil
 }
 
 // Handle buffers a matched event.recorded.v1 envelope and returns its

@@ -141,3 +141,36 @@ func TestGoalsCountedOnceWithRefundsAndActivity(t *testing.T) {
 		t.Fatalf("last activity moved to %v", got.lastActivity)
 	}
 }
+
+func TestLedgerPruned(t *testing.T) {
+	pg := stack.PG(t)
+	ctx := context.Background()
+	id := "prune-" + schemas.NewID()
+	if _, err := pg.Exec(ctx, `INSERT INTO event_ledger (event_id, workspace_id, contact_id, applied_at)
+		VALUES ($1, 'w', 'c', now() - interval '40 days'), ($1 || '-new', 'w', 'c', now())`, id); err != nil {
+		t.Fatal(err)
+	}
+	st, err := goals.New(ctx, pipeline.Resources{Postgres: pg}, goals.Config{PruneEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var old, fresh int
+		if err := pg.QueryRow(ctx, `SELECT count(*) FILTER (WHERE event_id = $1), count(*) FILTER (WHERE event_id = $1 || '-new')
+			FROM event_ledger WHERE event_id LIKE $1 || '%'`, id).Scan(&old, &fresh); err != nil {
+			t.Fatal(err)
+		}
+		if fresh != 1 {
+			t.Fatal("a recent ledger entry was pruned")
+		}
+		if old == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the 40-day-old ledger entry was not pruned")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
