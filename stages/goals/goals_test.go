@@ -64,6 +64,7 @@ func TestGoalsCountedOnceWithRefundsAndActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer st.Close()
 	t0 := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
 	id := func(s string) string { return ws + "-" + s }
 	evs := []schemas.Envelope{
