@@ -5,6 +5,37 @@
 // /forms/{listId} and the confirmation page /confirm. Handlers parse, call the
 // Store and return the answer with the envelopes to publish; no SQL or
 // Postgres types reach them, and no HTTP types reach the Store.
+//
+// How the hot paths work:
+//
+//   - Upserts of one workspace are grouped (group commit): concurrent calls
+//     queue and each statement takes everything queued (up to 256, emails
+//     unique), in one round trip: lock_for_create.sql then
+//     upsert_contacts.sql in one implicit transaction. Up to 4 statements
+//     of a workspace run at once; an email is never in two of them.
+//   - Uniqueness per (workspace, email) is the database's: a unique index
+//     and INSERT ... ON CONFLICT, so concurrent creations of one email, in
+//     any number of processes, create one row and exactly one caller sees
+//     created: true.
+//   - The plan's contact limit is exact: in a workspace with a limit, a
+//     statement that may create contacts first locks the workspace's total
+//     counter row until commit, then admits new rows while the total
+//     allows. Workspaces without a limit take no such lock.
+//   - Newest first is descending seq, from one global sequence. Counts per
+//     (workspace, status, seq >> 10) and per (list, contact status, seq >>
+//     10), kept exact in the same transactions (and by triggers for status
+//     changes and deletes by other code), let a page at any depth start
+//     from the right 1024-wide bucket; total comes from the same counts.
+//     Counter rows are sharded per concurrent statement and bumped in key
+//     order at the end of the statement, so statements neither deadlock nor
+//     wait for each other's commit.
+//
+// Domain events are returned to the server, which publishes them before
+// answering. They are published after the Postgres commit: if the process
+// dies between the two, the change stands but its event is lost and the
+// caller, who got no answer, may retry (a retried upsert then reports
+// created: false and publishes nothing). A transactional outbox would close
+// that window; it is not built.
 package contacts
 
 import (
