@@ -9,6 +9,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/buger/jsonparser"
+
 	"sendstream/ingest/contacts"
 	"sendstream/schemas"
 	"sendstream/sinks/email/render"
@@ -75,13 +77,42 @@ func (e *fieldErrs) message() string {
 	return "Invalid input: " + strings.Join(e.msgs, "; ")
 }
 
-// parseSend decodes and checks a send-shaped body. errs lists every failing
-// field; the request is usable only when errs is empty.
+// jv is one JSON value of an object: its raw bytes (a string's without the
+// quotes, still escaped) and its type.
+type jv struct {
+	raw []byte
+	t   jsonparser.ValueType
+}
+
+// members returns the members of a JSON object in one pass over it (the
+// last of duplicated keys wins, as with encoding/json). ok is false when
+// data is not an object.
+func members(data []byte) (map[string]jv, bool) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return nil, false
+	}
+	m := make(map[string]jv, 16)
+	err := jsonparser.ObjectEach(data, func(k, v []byte, t jsonparser.ValueType, _ int) error {
+		m[string(k)] = jv{raw: v, t: t}
+		return nil
+	})
+	return m, err == nil
+}
+
+// present reports a member that is there and not null.
+func present(m map[string]jv, name string) (jv, bool) {
+	v, ok := m[name]
+	return v, ok && v.t != jsonparser.Null
+}
+
+// parseSend decodes and checks a send-shaped body: one pass over the object
+// (the server already checked the JSON syntax), then each member. errs lists
+// every failing field; the request is usable only when errs is empty.
 func parseSend(body []byte) (*sendRequest, *fieldErrs) {
 	errs := &fieldErrs{}
-	body = bytes.TrimSpace(body)
-	var m map[string]json.RawMessage
-	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &m) != nil {
+	m, ok := members(body)
+	if !ok {
 		errs.add("body", "must be a JSON object")
 		return nil, errs
 	}
@@ -89,11 +120,13 @@ func parseSend(body []byte) (*sendRequest, *fieldErrs) {
 	r.To = emailField(m, "to", true, errs)
 	r.Subject = str(m, "subject", MaxSubject, errs)
 	r.TemplateID = str(m, "templateId", MaxTextField, errs)
-	if raw, ok := m["htmlContent"]; ok && !isNull(raw) {
-		if json.Unmarshal(raw, &r.HTMLContent) != nil {
+	if v, ok := present(m, "htmlContent"); ok {
+		if v.t != jsonparser.String {
+			errs.add("htmlContent", "must be a string")
+		} else if s, err := jsonparser.ParseString(v.raw); err != nil {
 			errs.add("htmlContent", "must be a string")
 		} else {
-			r.HasHTML = true
+			r.HTMLContent, r.HasHTML = s, true
 		}
 	}
 	if !r.HasHTML && r.TemplateID == "" {
@@ -102,32 +135,34 @@ func parseSend(body []byte) (*sendRequest, *fieldErrs) {
 	if r.HasHTML && strings.TrimSpace(r.Subject) == "" {
 		errs.add("subject", "is required")
 	}
-	if raw, ok := m["data"]; ok && !isNull(raw) {
+	if v, ok := present(m, "data"); ok {
 		switch {
-		case len(raw) > MaxDataBytes:
-			errs.add("data", fmt.Sprintf("must be at most %d KB", MaxDataBytes>>10))
-		case bytes.TrimSpace(raw)[0] != '{':
+		case v.t != jsonparser.Object:
 			errs.add("data", "must be an object")
+		case len(v.raw) > MaxDataBytes:
+			errs.add("data", fmt.Sprintf("must be at most %d KB", MaxDataBytes>>10))
 		default:
-			d, depth, err := render.DecodeData(raw)
+			d, depth, err := render.DecodeData(v.raw)
 			switch {
 			case err != nil:
 				errs.add("data", "must be an object")
 			case depth > MaxDataDepth:
 				errs.add("data", fmt.Sprintf("must be nested at most %d levels deep", MaxDataDepth))
 			default:
-				r.Data, r.DataRaw = d, raw
+				r.Data, r.DataRaw = d, append(json.RawMessage(nil), v.raw...)
 			}
 		}
 	}
 	r.ExternalID = str(m, "externalId", MaxExternalID, errs)
-	if raw, ok := m["externalId"]; ok && !isNull(raw) && r.ExternalID == "" && !hasField(errs, "externalId") {
+	if _, ok := present(m, "externalId"); ok && r.ExternalID == "" && !hasField(errs, "externalId") {
 		errs.add("externalId", "must not be empty")
 	}
-	if raw, ok := m["strict"]; ok && !isNull(raw) {
-		if json.Unmarshal(raw, &r.Strict) != nil {
+	if v, ok := present(m, "strict"); ok {
+		b, err := jsonparser.ParseBoolean(v.raw)
+		if v.t != jsonparser.Boolean || err != nil {
 			errs.add("strict", "must be a boolean")
 		}
+		r.Strict = b
 	}
 	r.Language = str(m, "language", MaxTextField, errs)
 	r.SendPolicy = str(m, "sendPolicy", MaxTextField, errs)
@@ -149,18 +184,18 @@ func hasField(e *fieldErrs, f string) bool {
 	return false
 }
 
-func isNull(raw json.RawMessage) bool {
-	return raw == nil || string(bytes.TrimSpace(raw)) == "null"
-}
-
 // str reads an optional string of at most max bytes.
-func str(m map[string]json.RawMessage, name string, max int, errs *fieldErrs) string {
-	raw, ok := m[name]
-	if !ok || isNull(raw) {
+func str(m map[string]jv, name string, max int, errs *fieldErrs) string {
+	v, ok := present(m, name)
+	if !ok {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if v.t != jsonparser.String {
+		errs.add(name, "must be a string")
+		return ""
+	}
+	s, err := jsonparser.ParseString(v.raw)
+	if err != nil {
 		errs.add(name, "must be a string")
 		return ""
 	}
@@ -172,16 +207,16 @@ func str(m map[string]json.RawMessage, name string, max int, errs *fieldErrs) st
 }
 
 // emailField reads an address, normalized (trimmed, lower-cased).
-func emailField(m map[string]json.RawMessage, name string, required bool, errs *fieldErrs) string {
-	raw, ok := m[name]
-	if !ok || isNull(raw) {
+func emailField(m map[string]jv, name string, required bool, errs *fieldErrs) string {
+	v, ok := present(m, name)
+	if !ok {
 		if required {
 			errs.add(name, "is required")
 		}
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	s, err := jsonparser.ParseString(v.raw)
+	if v.t != jsonparser.String || err != nil {
 		errs.add(name, "must be a string")
 		return ""
 	}
@@ -195,16 +230,26 @@ func emailField(m map[string]json.RawMessage, name string, required bool, errs *
 
 // addresses reads cc or bcc: one address or an array of at most
 // MaxCopies, normalized and without duplicates.
-func addresses(m map[string]json.RawMessage, name string, errs *fieldErrs) []string {
-	raw, ok := m[name]
-	if !ok || isNull(raw) {
+func addresses(m map[string]jv, name string, errs *fieldErrs) []string {
+	v, ok := present(m, name)
+	if !ok {
 		return nil
 	}
 	var list []string
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		list = []string{one}
-	} else if json.Unmarshal(raw, &list) != nil {
+	switch v.t {
+	case jsonparser.String:
+		s, err := jsonparser.ParseString(v.raw)
+		if err != nil {
+			errs.add(name, "must be an address or an array of addresses")
+			return nil
+		}
+		list = []string{s}
+	case jsonparser.Array:
+		if json.Unmarshal(v.raw, &list) != nil {
+			errs.add(name, "must be an address or an array of addresses")
+			return nil
+		}
+	default:
 		errs.add(name, "must be an address or an array of addresses")
 		return nil
 	}
@@ -230,13 +275,13 @@ func addresses(m map[string]json.RawMessage, name string, errs *fieldErrs) []str
 
 // contactField reads the `contact` object; its email, when given, must be
 // the recipient.
-func contactField(m map[string]json.RawMessage, to string, errs *fieldErrs) *contactInput {
-	raw, ok := m["contact"]
-	if !ok || isNull(raw) {
+func contactField(m map[string]jv, to string, errs *fieldErrs) *contactInput {
+	v, ok := present(m, "contact")
+	if !ok {
 		return nil
 	}
-	var c map[string]json.RawMessage
-	if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &c) != nil {
+	c, ok := members(v.raw)
+	if v.t != jsonparser.Object || !ok {
 		errs.add("contact", "must be an object")
 		return nil
 	}
@@ -248,17 +293,15 @@ func contactField(m map[string]json.RawMessage, to string, errs *fieldErrs) *con
 		}
 	}
 	opt := func(name string) *string {
-		raw, ok := c[name]
-		if !ok || isNull(raw) {
+		if _, ok := present(c, name); !ok {
 			return nil
 		}
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			errs.add("contact."+name, "must be a string")
-			return nil
+		sub := &fieldErrs{}
+		s := str(c, name, MaxTextField, sub)
+		for j := range sub.fields {
+			errs.add("contact."+sub.fields[j], strings.TrimPrefix(sub.msgs[j], sub.fields[j]+" "))
 		}
-		if len(s) > MaxTextField {
-			errs.add("contact."+name, fmt.Sprintf("must be at most %d characters", MaxTextField))
+		if len(sub.fields) > 0 {
 			return nil
 		}
 		return &s
@@ -266,8 +309,8 @@ func contactField(m map[string]json.RawMessage, to string, errs *fieldErrs) *con
 	out.FirstName = opt("firstName")
 	out.Country = opt("country")
 	out.Language = opt("language")
-	if raw, ok := c["customFields"]; ok && !isNull(raw) {
-		if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &out.CustomFields) != nil {
+	if cf, ok := present(c, "customFields"); ok {
+		if cf.t != jsonparser.Object || json.Unmarshal(cf.raw, &out.CustomFields) != nil {
 			errs.add("contact.customFields", "must be an object")
 		}
 	}
@@ -275,13 +318,26 @@ func contactField(m map[string]json.RawMessage, to string, errs *fieldErrs) *con
 }
 
 // attachments reads and decodes the attachments array.
-func attachments(m map[string]json.RawMessage, errs *fieldErrs) []schemas.Attachment {
-	raw, ok := m["attachments"]
-	if !ok || isNull(raw) {
+func attachments(m map[string]jv, errs *fieldErrs) []schemas.Attachment {
+	v, ok := present(m, "attachments")
+	if !ok {
 		return nil
 	}
-	var list []map[string]json.RawMessage
-	if json.Unmarshal(raw, &list) != nil {
+	if v.t != jsonparser.Array {
+		errs.add("attachments", "must be an array of objects")
+		return nil
+	}
+	var list []map[string]jv
+	bad := false
+	_, err := jsonparser.ArrayEach(v.raw, func(item []byte, t jsonparser.ValueType, _ int, _ error) {
+		o, ok := members(item)
+		if t != jsonparser.Object || !ok {
+			bad = true
+			return
+		}
+		list = append(list, o)
+	})
+	if err != nil || bad {
 		errs.add("attachments", "must be an array of objects")
 		return nil
 	}
