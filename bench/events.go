@@ -106,7 +106,7 @@ func importBody(dst []byte, n uint64) []byte {
 
 // seedEventContacts COPYs the contacts the event bodies name
 // (u000000@bench.example.com …) into the bench workspace, after removing
-// the contacts of earlier bench workspaces.
+// the ones earlier runs seeded.
 func seedEventContacts(ctx context.Context, s *harness.System) error {
 	start := time.Now()
 	pool, err := pgxpool.New(ctx, s.Stack.PostgresURL)
@@ -114,7 +114,7 @@ func seedEventContacts(ctx context.Context, s *harness.System) error {
 		return fmt.Errorf("seed: connect: %w", err)
 	}
 	defer pool.Close()
-	if err := purgeOldBenchContacts(ctx, pool, s.WorkspaceID); err != nil {
+	if err := purgeOldEventContacts(ctx, pool, s.WorkspaceID); err != nil {
 		return err
 	}
 	ws := s.WorkspaceID
@@ -255,4 +255,36 @@ func markers(ctx context.Context, s *harness.System) (*load.Histogram, error) {
 	}
 	mu.Unlock()
 	return hist, nil
+}
+
+// purgeOldEventContacts deletes what earlier events benchmarks seeded into
+// their bench workspaces (contacts named u…@bench.example.com, their
+// activity and claims), leaving other benchmarks' data alone, so a contacts
+// benchmark running at the same time keeps its seed. Triggers are skipped:
+// the counters only matter for the workspaces being emptied.
+func purgeOldEventContacts(ctx context.Context, pool *pgxpool.Pool, current string) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("seed: purge: %w", err)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("seed: purge: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
+	if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
+		return fmt.Errorf("seed: purge: %w", err)
+	}
+	const old = "(SELECT id FROM workspaces WHERE name = 'bench' AND id <> $1)"
+	for _, q := range []string{
+		"DELETE FROM contact_activity WHERE workspace_id IN " + old,
+		"DELETE FROM event_claims WHERE workspace_id IN " + old,
+		"DELETE FROM contacts WHERE workspace_id IN " + old + " AND email LIKE 'u%@bench.example.com'",
+	} {
+		if _, err := tx.Exec(ctx, q, current); err != nil {
+			return fmt.Errorf("seed: purge old event-bench contacts: %w", err)
+		}
+	}
+	return tx.Commit(ctx)
 }
