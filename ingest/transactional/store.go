@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,10 +18,12 @@ import (
 )
 
 var (
-	//go:embed sql/lookup.sql
-	sqlLookup string
+	//go:embed sql/lookup_batch.sql
+	sqlLookupBatch string
 	//go:embed sql/claim.sql
 	sqlClaim string
+	//go:embed sql/claim_batch.sql
+	sqlClaimBatch string
 	//go:embed sql/existing.sql
 	sqlExisting string
 	//go:embed sql/message.sql
@@ -56,13 +59,29 @@ var (
 )
 
 // Store is the transactional domain over Postgres (SQL in sql/*.sql). It is
-// safe for concurrent use.
+// safe for concurrent use. The lookups and claims of concurrent sends share
+// statements (group commit: one round trip for many sends under load);
+// Close stops those workers.
 type Store struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	lookups batcher[lookupIn, lookupOut]
+	claims  batcher[NewMessage, claimOut]
 }
 
-// NewStore returns a Store over a migrated pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// NewStore returns a Store over a migrated pool. It starts nothing until
+// used.
+func NewStore(pool *pgxpool.Pool) *Store {
+	s := &Store{pool: pool}
+	s.lookups = batcher[lookupIn, lookupOut]{workers: 4, max: 256, timeout: 10 * time.Second, run: s.lookupBatch}
+	s.claims = batcher[NewMessage, claimOut]{workers: 4, max: 256, timeout: 10 * time.Second, run: s.claimBatch}
+	return s
+}
+
+// Close stops the statement workers; later calls start them again.
+func (s *Store) Close() {
+	s.lookups.close()
+	s.claims.close()
+}
 
 // Policy is a send policy. Builtin marks the default Transactional policy
 // of a workspace that has no stored one.
@@ -133,33 +152,35 @@ type LookupInput struct {
 	ExternalID string
 }
 
+type lookupIn struct {
+	ws string
+	in LookupInput
+}
+
+type lookupOut struct {
+	contact, sup, pol, existing []byte
+	version                     *int64
+	domains                     []string
+}
+
 // Lookup reads the contact, suppressions, policy, template version,
-// domains and any message of the externalId in one statement.
+// domains and any message of the externalId, in a statement shared with
+// concurrent sends.
 func (s *Store) Lookup(ctx context.Context, ws string, in LookupInput) (Lookup, error) {
-	ref := in.PolicyRef
-	if ref == "" {
-		ref = DefaultPolicyKey
-	}
-	var (
-		contact, sup, pol, existing []byte
-		version                     *int64
-		domains                     []string
-	)
-	err := s.pool.QueryRow(ctx, sqlLookup, ws, in.Email, in.Addresses, ref, in.TemplateID, in.ExternalID).
-		Scan(&contact, &sup, &pol, &version, &domains, &existing)
+	r, err := s.lookups.do(ctx, lookupIn{ws: ws, in: in})
 	if err != nil {
 		return Lookup{}, fmt.Errorf("transactional lookup: %w", err)
 	}
 	var l Lookup
-	if contact != nil {
+	if r.contact != nil {
 		l.Contact = &StoredContact{}
-		if err := json.Unmarshal(contact, l.Contact); err != nil {
+		if err := json.Unmarshal(r.contact, l.Contact); err != nil {
 			return l, fmt.Errorf("transactional lookup: contact: %w", err)
 		}
 	}
-	if sup != nil {
+	if r.sup != nil {
 		var pairs [][2]string
-		if err := json.Unmarshal(sup, &pairs); err != nil {
+		if err := json.Unmarshal(r.sup, &pairs); err != nil {
 			return l, fmt.Errorf("transactional lookup: suppressions: %w", err)
 		}
 		l.Suppressed = map[string][]string{}
@@ -167,12 +188,12 @@ func (s *Store) Lookup(ctx context.Context, ws string, in LookupInput) (Lookup, 
 			l.Suppressed[p[0]] = append(l.Suppressed[p[0]], p[1])
 		}
 	}
-	if pol != nil {
+	if r.pol != nil {
 		var p struct {
 			ID, Key, Kind, Provider string
 			FromEmail, FromName     *string
 		}
-		if err := json.Unmarshal(pol, &p); err != nil {
+		if err := json.Unmarshal(r.pol, &p); err != nil {
 			return l, fmt.Errorf("transactional lookup: policy: %w", err)
 		}
 		l.Policy = &Policy{ID: p.ID, Key: p.Key, Kind: p.Kind, Provider: p.Provider, FromEmail: deref(p.FromEmail), FromName: deref(p.FromName)}
@@ -180,17 +201,54 @@ func (s *Store) Lookup(ctx context.Context, ws string, in LookupInput) (Lookup, 
 		p := BuiltinPolicy(ws)
 		l.Policy = &p
 	}
-	if version != nil {
-		l.TemplateVersion = *version
+	if r.version != nil {
+		l.TemplateVersion = *r.version
 	}
-	l.Domains = domains
-	if existing != nil {
+	l.Domains = r.domains
+	if r.existing != nil {
 		l.Existing = &Existing{}
-		if err := json.Unmarshal(existing, l.Existing); err != nil {
+		if err := json.Unmarshal(r.existing, l.Existing); err != nil {
 			return l, fmt.Errorf("transactional lookup: existing message: %w", err)
 		}
 	}
 	return l, nil
+}
+
+// lookupBatch runs lookup_batch.sql for several sends.
+func (s *Store) lookupBatch(ctx context.Context, ins []lookupIn) ([]lookupOut, error) {
+	n := len(ins)
+	ords, wss, emails, refs, tpls, exts := make([]int32, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	var aOrd []int32
+	var aEmail []string
+	for i, x := range ins {
+		ref := x.in.PolicyRef
+		if ref == "" {
+			ref = DefaultPolicyKey
+		}
+		ords[i], wss[i], emails[i], refs[i], tpls[i], exts[i] = int32(i), x.ws, x.in.Email, ref, x.in.TemplateID, x.in.ExternalID
+		for _, a := range x.in.Addresses {
+			aOrd = append(aOrd, int32(i))
+			aEmail = append(aEmail, a)
+		}
+	}
+	rows, err := s.pool.Query(ctx, sqlLookupBatch, ords, wss, emails, refs, tpls, exts, aOrd, aEmail)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]lookupOut, n)
+	for rows.Next() {
+		var ord int32
+		var r lookupOut
+		if err := rows.Scan(&ord, &r.contact, &r.sup, &r.pol, &r.version, &r.domains, &r.existing); err != nil {
+			return nil, err
+		}
+		if ord < 0 || int(ord) >= n {
+			return nil, fmt.Errorf("lookup: ordinal %d out of range", ord)
+		}
+		out[ord] = r
+	}
+	return out, rows.Err()
 }
 
 func deref(s *string) string {
@@ -212,28 +270,27 @@ type NewMessage struct {
 	Spill                     []byte // the encoded payload when it is stored here
 }
 
+type claimOut struct {
+	createdAt time.Time
+	ok        bool
+}
+
 // Claim stores m. ok false means another message already holds the
-// externalId; existing is that message.
+// externalId; existing is that message. Claims of concurrent sends share a
+// statement; a message with a spilled payload is stored on its own.
 func (s *Store) Claim(ctx context.Context, m NewMessage) (createdAt time.Time, ok bool, existing *Existing, err error) {
-	warnings := m.Warnings
-	if warnings == nil {
-		warnings = []string{}
+	if m.Spill != nil {
+		createdAt, ok, err = s.claimOne(ctx, m)
+	} else {
+		var r claimOut
+		r, err = s.claims.do(ctx, m)
+		createdAt, ok = r.createdAt, r.ok
 	}
-	var id string
-	err = s.pool.QueryRow(ctx, sqlClaim, m.ID, m.Workspace, m.ExternalID, m.RequestHash, m.To, m.ContactID,
-		m.RFCMessageID, m.PolicyID, m.TemplateID, warnings, m.Provider, m.Spill).Scan(&id, &createdAt)
-	if err == nil {
+	if err != nil {
+		return time.Time{}, false, nil, fmt.Errorf("store message: %w", err)
+	}
+	if ok {
 		return createdAt, true, nil, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "transactional_messages_pkey" {
-			// Same derived id in another workspace is impossible; the same
-			// id here means the externalId row exists: read it.
-			err = nil
-		} else {
-			return time.Time{}, false, nil, fmt.Errorf("store message: %w", err)
-		}
 	}
 	if m.ExternalID == "" {
 		return time.Time{}, false, nil, errors.New("store message: id collision")
@@ -246,6 +303,68 @@ func (s *Store) Claim(ctx context.Context, m NewMessage) (createdAt time.Time, o
 		return time.Time{}, false, nil, errors.New("store message: externalId conflict but no message")
 	}
 	return time.Time{}, false, ex, nil
+}
+
+// claimOne stores one message with its spilled payload (claim.sql).
+func (s *Store) claimOne(ctx context.Context, m NewMessage) (time.Time, bool, error) {
+	warnings := m.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+	var id string
+	var at time.Time
+	err := s.pool.QueryRow(ctx, sqlClaim, m.ID, m.Workspace, m.ExternalID, m.RequestHash, m.To, m.ContactID,
+		m.RFCMessageID, m.PolicyID, m.TemplateID, warnings, m.Provider, m.Spill).Scan(&id, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	return at, err == nil, err
+}
+
+// claimBatch runs claim_batch.sql: of several inputs with one id only the
+// first is the one stored.
+func (s *Store) claimBatch(ctx context.Context, ms []NewMessage) ([]claimOut, error) {
+	n := len(ms)
+	cols := make([][]string, 11)
+	for i := range cols {
+		cols[i] = make([]string, n)
+	}
+	for i, m := range ms {
+		vals := []string{m.ID, m.Workspace, m.ExternalID, hex.EncodeToString(m.RequestHash), m.To, m.ContactID,
+			m.RFCMessageID, m.PolicyID, m.TemplateID, strings.Join(m.Warnings, "\n"), m.Provider}
+		for c, v := range vals {
+			cols[c][i] = v
+		}
+	}
+	args := make([]any, len(cols))
+	for i := range cols {
+		args[i] = cols[i]
+	}
+	rows, err := s.pool.Query(ctx, sqlClaimBatch, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	created := map[string]time.Time{}
+	for rows.Next() {
+		var id string
+		var at time.Time
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, err
+		}
+		created[id] = at
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]claimOut, n)
+	for i, m := range ms {
+		if at, ok := created[m.ID]; ok {
+			out[i] = claimOut{createdAt: at, ok: true}
+			delete(created, m.ID) // a later input with the same id lost
+		}
+	}
+	return out, nil
 }
 
 // Existing returns the message of an externalId, or nil.
