@@ -287,3 +287,40 @@ func TestLargePayloadIsStoredNotPublished(t *testing.T) {
 		t.Error("stored payload kept after sending")
 	}
 }
+
+// TestLostRowIsRestoredFromTheEnvelope: claims commit asynchronously, so a
+// Postgres crash may lose a stored message whose envelope the broker has;
+// the delivery stage stores the row again from the envelope and delivers.
+func TestLostRowIsRestoredFromTheEnvelope(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	ws, key := e.workspace(ingesttest.WorkspaceOpts{})
+	id := schemas.NewID()
+	p := schemas.SendPayload{MessageID: id, RFCMessageID: id + "@sendstream.local", ExternalID: "lost-row", To: "lost-row@example.test",
+		From: schemas.Address{Email: "noreply@sendstream.local"}, Policy: schemas.PolicyRef{ID: transactional.BuiltinPolicy(ws).ID, Key: "transactional", Kind: "transactional", Provider: "smtp"},
+		Subject: "Restored {{ n }}", HTML: "<p>{{ n }}</p>", Data: json.RawMessage(`{"n":7}`), AcceptedAt: time.Now().UTC()}
+	raw, _ := json.Marshal(p)
+	env := schemas.Envelope{ID: id, Workspace: ws, Type: schemas.TypeTransactionalSend, Key: ws + ":" + id, OccurredAt: p.AcceptedAt, Payload: raw}
+	if err := e.h.Publisher.Publish(context.Background(), schemas.TopicTransactional, env); err != nil {
+		t.Fatal(err)
+	}
+	m := e.waitMessage("lost-row@example.test")
+	if m.subject() != "Restored 7" {
+		t.Errorf("subject %q", m.subject())
+	}
+	got := e.waitStatus(key, id, "sent")
+	if got["externalId"] != "lost-row" || got["to"] != "lost-row@example.test" {
+		t.Errorf("restored row: %v", got)
+	}
+	// An envelope of a workspace that no longer exists is dropped.
+	gone := env
+	gone.ID, gone.Workspace, gone.Key = schemas.NewID(), "no-such-workspace", "no-such-workspace:x"
+	p.MessageID, p.To = gone.ID, "gone@example.test"
+	gone.Payload, _ = json.Marshal(p)
+	if err := e.h.Publisher.Publish(context.Background(), schemas.TopicTransactional, gone); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(e.messagesTo("gone@example.test")); n != 0 {
+		t.Errorf("%d messages for a workspace that is gone", n)
+	}
+}

@@ -64,23 +64,46 @@ var (
 // Close stops those workers.
 type Store struct {
 	pool    *pgxpool.Pool
+	async   *pgxpool.Pool // synchronous_commit off: claims
 	lookups batcher[lookupIn, lookupOut]
 	claims  batcher[NewMessage, claimOut]
 }
 
 // NewStore returns a Store over a migrated pool. It starts nothing until
 // used.
+//
+// Claims run on a small pool of its own to the same database whose sessions
+// have synchronous_commit off: a claim commits without waiting for the WAL
+// flush, which takes an fsync off every send. The stored row is not what
+// makes a send durable: the broker's acks=all is, and the envelope carries
+// everything the row holds. If Postgres itself crashes and loses the last
+// claims, the delivery stage stores the row again from the envelope before
+// claiming it for hand-off (so nothing accepted is lost), and a retry with
+// the same externalId maps to the same message id, so it is not sent twice.
 func NewStore(pool *pgxpool.Pool) *Store {
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, async: pool}
+	pc := pool.Config().Copy()
+	pc.MaxConns, pc.MinConns = 6, 0
+	if pc.ConnConfig.RuntimeParams == nil {
+		pc.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	if own, err := pgxpool.NewWithConfig(context.Background(), pc); err == nil {
+		s.async = own
+	}
 	s.lookups = batcher[lookupIn, lookupOut]{workers: 4, max: 256, timeout: 10 * time.Second, run: s.lookupBatch}
 	s.claims = batcher[NewMessage, claimOut]{workers: 4, max: 256, timeout: 10 * time.Second, run: s.claimBatch}
 	return s
 }
 
-// Close stops the statement workers; later calls start them again.
+// Close stops the statement workers and closes the claims' pool. Calls
+// after Close fail.
 func (s *Store) Close() {
 	s.lookups.close()
 	s.claims.close()
+	if s.async != s.pool {
+		s.async.Close()
+	}
 }
 
 // Policy is a send policy. Builtin marks the default Transactional policy
@@ -313,6 +336,7 @@ func (s *Store) claimOne(ctx context.Context, m NewMessage) (time.Time, bool, er
 	}
 	var id string
 	var at time.Time
+	// The synchronous pool: the spilled payload lives only here.
 	err := s.pool.QueryRow(ctx, sqlClaim, m.ID, m.Workspace, m.ExternalID, m.RequestHash, m.To, m.ContactID,
 		m.RFCMessageID, m.PolicyID, m.TemplateID, warnings, m.Provider, m.Spill).Scan(&id, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -340,7 +364,7 @@ func (s *Store) claimBatch(ctx context.Context, ms []NewMessage) ([]claimOut, er
 	for i := range cols {
 		args[i] = cols[i]
 	}
-	rows, err := s.pool.Query(ctx, sqlClaimBatch, args...)
+	rows, err := s.async.Query(ctx, sqlClaimBatch, args...)
 	if err != nil {
 		return nil, err
 	}

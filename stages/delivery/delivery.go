@@ -58,6 +58,8 @@ var (
 	sqlPayloads string
 	//go:embed sql/dkim_key.sql
 	sqlDKIMKey string
+	//go:embed sql/restore.sql
+	sqlRestore string
 )
 
 func init() {
@@ -267,6 +269,7 @@ type job struct {
 	p         schemas.SendPayload
 	attempts  int
 	notBefore time.Time
+	restored  bool // its missing row was stored again from the envelope
 }
 
 // Handle queues a transactional.send.v1 envelope for the dispatchers and
@@ -435,10 +438,18 @@ func (s *Stage) process(batch []*job) {
 		}
 		return
 	}
-	var claimed []*job
-	var stale []*job
+	var claimed, stale, missing []*job
 	for _, j := range batch {
 		switch states[j.p.MessageID] {
+		case "":
+			if j.restored || j.p.Spilled {
+				// Its workspace is gone (or a stored payload was lost
+				// with the row): nothing to send.
+				s.log.Warn("message has no row; dropped", "id", j.p.MessageID, "workspace", j.env.Workspace)
+				s.finishJob(j.p.MessageID)
+				continue
+			}
+			missing = append(missing, j)
 		case "claimed":
 			claimed = append(claimed, j)
 		case "busy":
@@ -447,8 +458,15 @@ func (s *Stage) process(batch []*job) {
 			s.requeue(j, s.backoff(j.attempts))
 		case "stale":
 			stale = append(stale, j)
-		default: // done, or no such message (its workspace is gone)
+		default: // done
 			s.finishJob(j.p.MessageID)
+		}
+	}
+	if len(missing) > 0 {
+		s.retryPG(ctx, "restore missing rows", func() error { return s.restore(ctx, missing) })
+		for _, j := range missing {
+			j.restored = true
+			s.requeue(j, 0)
 		}
 	}
 	if len(stale) > 0 {
@@ -572,6 +590,39 @@ func (s *Stage) claim(ctx context.Context, ids []string) (map[string]string, err
 		return nil, fmt.Errorf("claim messages: %w", err)
 	}
 	return out, nil
+}
+
+// restore stores the rows of messages that have none from their envelopes.
+func (s *Stage) restore(ctx context.Context, jobs []*job) error {
+	n := len(jobs)
+	cols := make([][]string, 9)
+	for i := range cols {
+		cols[i] = make([]string, n)
+	}
+	at := make([]time.Time, n)
+	for i, j := range jobs {
+		p := j.p
+		contactID := ""
+		if p.Contact != nil {
+			contactID = p.Contact.ID
+		}
+		provider := p.Policy.Provider
+		if provider == "" {
+			provider = "smtp"
+		}
+		for c, v := range []string{p.MessageID, j.env.Workspace, p.ExternalID, p.To, contactID, p.RFCMessageID, p.Policy.ID, p.TemplateID, provider} {
+			cols[c][i] = v
+		}
+		at[i] = p.AcceptedAt
+		if at[i].IsZero() {
+			at[i] = j.env.OccurredAt
+		}
+	}
+	_, err := s.pg.Exec(ctx, sqlRestore, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], at)
+	if err != nil {
+		return fmt.Errorf("restore rows: %w", err)
+	}
+	return nil
 }
 
 // loadSpilled replaces reference payloads with the stored ones.
