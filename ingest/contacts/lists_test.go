@@ -442,6 +442,10 @@ func TestDeepPagesMatchTheTruth(t *testing.T) {
 	ws, key := e.ws(t, ingesttest.WorkspaceOpts{Plan: "enterprise"})
 	const n = 2600
 	ctx := context.Background()
+	// Make the seeded seqs straddle a 32768-wide (coarse) bucket boundary.
+	if _, err := e.pool.Exec(ctx, `SELECT setval('contacts_seq', ((nextval('contacts_seq') >> 15) + 1 << 15) - 1300)`); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
 	for i := 0; i < n; i++ {

@@ -1,15 +1,27 @@
 -- One page of workspace $1's contacts, newest first: $2 rows skipped, at most
--- $3 returned. contact_buckets (exact, same snapshot; status '' counts every
--- status) says in which 1024-seq bucket the page starts; an index-only scan
--- skips the rest of the offset inside it (at most ~1024 entries) to the
--- page's first seq, and the page is read from there. So the cost does not
--- grow with the depth. The first row carries only total.
-WITH cum AS (
-    -- Shards summed per bucket, in bucket order straight from the primary
-    -- key: no sort.
-    SELECT bucket, n, sum(n) OVER (ORDER BY bucket DESC ROWS UNBOUNDED PRECEDING) AS upto
+-- $3 returned. The counts of contact_buckets (exact, same snapshot; status ''
+-- counts every status) locate the page's start: first the 32768-wide bucket,
+-- then the 1024-wide one inside it; an index-only scan skips the rest of the
+-- offset (at most ~1024 entries) to the page's first seq, and the page is
+-- read from there. The cost does not grow with the depth. The first row
+-- carries only total.
+WITH coarse AS (
+    -- 32768-wide counts (bucket = -2 - (seq >> 15)), newest first straight
+    -- from the primary key, shards summed.
+    SELECT -2 - bucket AS cb, n, sum(n) OVER (ORDER BY bucket ROWS UNBOUNDED PRECEDING) AS upto
       FROM (SELECT bucket, sum(n)::int AS n FROM contact_buckets
-             WHERE workspace_id = $1 AND status = '' AND bucket >= 0
+             WHERE workspace_id = $1 AND status = '' AND bucket <= -2
+             GROUP BY bucket HAVING sum(n) > 0) g
+),
+cstart AS (
+    SELECT cb, upto - n AS before FROM coarse WHERE upto > $2 ORDER BY cb DESC LIMIT 1
+),
+cum AS (
+    -- The 32 fine (1024-wide) counts inside the coarse bucket of the page.
+    SELECT bucket, n, (SELECT before FROM cstart) + sum(n) OVER (ORDER BY bucket DESC ROWS UNBOUNDED PRECEDING) AS upto
+      FROM (SELECT bucket, sum(n)::int AS n FROM contact_buckets
+             WHERE workspace_id = $1 AND status = ''
+               AND bucket >= (SELECT cb FROM cstart) << 5 AND bucket < ((SELECT cb FROM cstart) + 1) << 5
              GROUP BY bucket HAVING sum(n) > 0) g
 ),
 start AS (
@@ -21,7 +33,7 @@ first AS (
      ORDER BY c.seq DESC
     OFFSET (SELECT $2 - before FROM start) LIMIT 1
 )
-SELECT (SELECT coalesce(max(upto), 0) FROM cum)::bigint AS total,
+SELECT (SELECT coalesce(max(upto), 0) FROM coarse)::bigint AS total,
        NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
        NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz
 UNION ALL

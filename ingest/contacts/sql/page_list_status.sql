@@ -3,10 +3,24 @@
 -- most $3 returned; as page_list.sql, with the status's bucket counts and the
 -- (list_id, contact_status, contact_seq) index. The first row carries only
 -- total.
-WITH cum AS (
-    -- In bucket order straight from the primary key: no sort.
-    SELECT bucket, n, sum(n) OVER (ORDER BY bucket DESC ROWS UNBOUNDED PRECEDING) AS upto
-      FROM list_buckets WHERE list_id = $1 AND status = $4 AND n > 0
+WITH coarse AS (
+    -- 32768-wide counts (bucket = -2 - (seq >> 15)), newest first straight
+    -- from the primary key, shards summed.
+    SELECT -2 - bucket AS cb, n, sum(n) OVER (ORDER BY bucket ROWS UNBOUNDED PRECEDING) AS upto
+      FROM (SELECT bucket, sum(n)::int AS n FROM list_buckets
+             WHERE list_id = $1 AND status = $4 AND bucket <= -2
+             GROUP BY bucket HAVING sum(n) > 0) g
+),
+cstart AS (
+    SELECT cb, upto - n AS before FROM coarse WHERE upto > $2 ORDER BY cb DESC LIMIT 1
+),
+cum AS (
+    -- The 32 fine (1024-wide) counts inside the coarse bucket of the page.
+    SELECT bucket, n, (SELECT before FROM cstart) + sum(n) OVER (ORDER BY bucket DESC ROWS UNBOUNDED PRECEDING) AS upto
+      FROM (SELECT bucket, sum(n)::int AS n FROM list_buckets
+             WHERE list_id = $1 AND status = $4
+               AND bucket >= (SELECT cb FROM cstart) << 5 AND bucket < ((SELECT cb FROM cstart) + 1) << 5
+             GROUP BY bucket HAVING sum(n) > 0) g
 ),
 start AS (
     SELECT bucket, upto - n AS before FROM cum WHERE upto > $2 ORDER BY bucket DESC LIMIT 1
@@ -17,7 +31,7 @@ first AS (
      ORDER BY m.contact_seq DESC
     OFFSET (SELECT $2 - before FROM start) LIMIT 1
 )
-SELECT (SELECT coalesce(max(upto), 0) FROM cum)::bigint AS total,
+SELECT (SELECT coalesce(max(upto), 0) FROM coarse)::bigint AS total,
        NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
        NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz
 UNION ALL

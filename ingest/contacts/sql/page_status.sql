@@ -2,12 +2,23 @@
 -- skipped, at most $3 returned; as page_all.sql, with the status's bucket
 -- counts and the (workspace_id, status, seq) index. The first row carries
 -- only total.
-WITH cum AS (
-    -- Shards summed per bucket, in bucket order straight from the primary
-    -- key: no sort.
-    SELECT bucket, n, sum(n) OVER (ORDER BY bucket DESC ROWS UNBOUNDED PRECEDING) AS upto
+WITH coarse AS (
+    -- 32768-wide counts (bucket = -2 - (seq >> 15)), newest first straight
+    -- from the primary key, shards summed.
+    SELECT -2 - bucket AS cb, n, sum(n) OVER (ORDER BY bucket ROWS UNBOUNDED PRECEDING) AS upto
       FROM (SELECT bucket, sum(n)::int AS n FROM contact_buckets
-             WHERE workspace_id = $1 AND status = $4 AND bucket >= 0
+             WHERE workspace_id = $1 AND status = $4 AND bucket <= -2
+             GROUP BY bucket HAVING sum(n) > 0) g
+),
+cstart AS (
+    SELECT cb, upto - n AS before FROM coarse WHERE upto > $2 ORDER BY cb DESC LIMIT 1
+),
+cum AS (
+    -- The 32 fine (1024-wide) counts inside the coarse bucket of the page.
+    SELECT bucket, n, (SELECT before FROM cstart) + sum(n) OVER (ORDER BY bucket DESC ROWS UNBOUNDED PRECEDING) AS upto
+      FROM (SELECT bucket, sum(n)::int AS n FROM contact_buckets
+             WHERE workspace_id = $1 AND status = $4
+               AND bucket >= (SELECT cb FROM cstart) << 5 AND bucket < ((SELECT cb FROM cstart) + 1) << 5
              GROUP BY bucket HAVING sum(n) > 0) g
 ),
 start AS (
@@ -19,7 +30,7 @@ first AS (
      ORDER BY c.seq DESC
     OFFSET (SELECT $2 - before FROM start) LIMIT 1
 )
-SELECT (SELECT coalesce(max(upto), 0) FROM cum)::bigint AS total,
+SELECT (SELECT coalesce(max(upto), 0) FROM coarse)::bigint AS total,
        NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
        NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::timestamptz
 UNION ALL

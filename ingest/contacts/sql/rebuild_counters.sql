@@ -5,11 +5,15 @@
 INSERT INTO contact_buckets AS b (workspace_id, status, bucket, shard, n) VALUES ($1, '', -1, 0, 0)
 ON CONFLICT (workspace_id, status, bucket, shard) DO UPDATE SET n = b.n
 ;
-DELETE FROM contact_buckets WHERE workspace_id = $1 AND (bucket >= 0 OR shard <> 0)
+DELETE FROM contact_buckets WHERE workspace_id = $1 AND NOT (status = '' AND bucket = -1 AND shard = 0)
 ;
 INSERT INTO contact_buckets (workspace_id, status, bucket, shard, n)
 SELECT $1, coalesce(status, ''), seq >> 10, 0, count(*) FROM contacts WHERE workspace_id = $1
  GROUP BY GROUPING SETS ((status, seq >> 10), (seq >> 10))
+;
+INSERT INTO contact_buckets (workspace_id, status, bucket, shard, n)
+SELECT $1, status, -2 - (bucket >> 5), 0, sum(n) FROM contact_buckets
+ WHERE workspace_id = $1 AND bucket >= 0 GROUP BY status, bucket >> 5
 ;
 UPDATE contact_buckets
    SET n = (SELECT count(*) FROM contacts WHERE workspace_id = $1)
@@ -32,3 +36,8 @@ SELECT list_id, coalesce(contact_status, ''), contact_seq >> 10, count(*)
   FROM memberships
  WHERE workspace_id = $1
  GROUP BY GROUPING SETS ((list_id, contact_status, contact_seq >> 10), (list_id, contact_seq >> 10))
+;
+INSERT INTO list_buckets (list_id, status, bucket, n)
+SELECT list_id, status, -2 - (bucket >> 5), sum(n) FROM list_buckets
+ WHERE list_id IN (SELECT id FROM lists WHERE workspace_id = $1) AND bucket >= 0
+ GROUP BY list_id, status, bucket >> 5

@@ -31,10 +31,11 @@ bump_list AS (
 ),
 bump_buckets AS (
     INSERT INTO list_buckets AS b (list_id, status, bucket, n)
-    SELECT $2, v.status, c.seq >> 10, 1
+    SELECT $2, v.status, k.bucket, 1
       FROM c CROSS JOIN LATERAL (VALUES (c.status), ('')) AS v(status)
+             CROSS JOIN LATERAL (VALUES (c.seq >> 10), (-2 - (c.seq >> 15))) AS k(bucket)
      WHERE EXISTS (SELECT 1 FROM up WHERE inserted)
-     ORDER BY v.status
+     ORDER BY v.status, k.bucket
     ON CONFLICT (list_id, status, bucket) DO UPDATE SET n = b.n + 1
 )
 SELECT c.id, c.email, c.first_name, c.country, c.language, c.status, c.source,

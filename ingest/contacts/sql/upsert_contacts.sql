@@ -13,8 +13,8 @@
 -- locked and current); an admitted row that a concurrent transaction created
 -- meanwhile is not inserted ("retry": the caller runs it again as an update).
 -- Updates touch a row only when a value changes, and never touch status,
--- source or metadata. Every counter row the batch changes (total, per status
--- and '' per bucket) is bumped by one INSERT in key order at the end, so
+-- source or metadata. Every counter row the batch changes (total; per status
+-- and '' per fine and coarse bucket) is bumped by one INSERT in key order at the end, so
 -- concurrent batches lock counters in one order and only until they commit.
 --
 -- One row per input, in any order: ord, outcome (created, updated,
@@ -79,7 +79,8 @@ counts AS (
     INSERT INTO contact_buckets AS b (workspace_id, status, bucket, shard, n)
     SELECT $1, k.status, k.bucket, $12::smallint, count(*)
       FROM ins x
-           CROSS JOIN LATERAL (VALUES ((x.c).status, (x.c).seq >> 10), ('', (x.c).seq >> 10), ('', -1::bigint))
+           CROSS JOIN LATERAL (VALUES ((x.c).status, (x.c).seq >> 10), ('', (x.c).seq >> 10), ('', -1::bigint),
+                                      ((x.c).status, -2 - ((x.c).seq >> 15)), ('', -2 - ((x.c).seq >> 15)))
            AS k(status, bucket)
      GROUP BY 2, 3
      ORDER BY 2, 3
