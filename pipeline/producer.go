@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -20,6 +19,10 @@ import (
 
 	"sendstream/schemas"
 )
+
+// envelopeSizeHint is the buffer Publish reserves per envelope (a
+// request-log envelope with its bodies is about 700 bytes).
+const envelopeSizeHint = 1024
 
 // ErrProducerClosed is returned by Publish after Close.
 var ErrProducerClosed = errors.New("producer closed")
@@ -140,6 +143,7 @@ type Producer struct {
 	mRetries  *Counter
 	mAck      *Histogram
 	mBatchLen *Histogram
+	mRequest  *Histogram
 }
 
 var _ Publisher = (*Producer)(nil)
@@ -231,12 +235,14 @@ func NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer, error) {
 	m.Help("sendstream_producer_retries_total", "Produce requests retried after a retryable failure.")
 	m.Help("sendstream_producer_ack_seconds", "Time from Publish to the broker's acknowledgement of all its envelopes.")
 	m.Help("sendstream_producer_batch_messages", "Envelopes per produce request.")
+	m.Help("sendstream_producer_request_seconds", "Round trip of one produce request (write, broker fsync, response).")
 	p.mBatches = m.Counter("sendstream_producer_batches_total")
 	p.mMessages = m.Counter("sendstream_producer_messages_total")
 	p.mErrors = m.Counter("sendstream_producer_errors_total")
 	p.mRetries = m.Counter("sendstream_producer_retries_total")
 	p.mAck = m.Histogram("sendstream_producer_ack_seconds", nil)
 	p.mBatchLen = m.Histogram("sendstream_producer_batch_messages", []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096})
+	p.mRequest = m.Histogram("sendstream_producer_request_seconds", nil)
 
 	if _, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}}); err != nil {
 		stop()
@@ -265,11 +271,18 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 	c := &call{done: make(chan struct{})}
 	c.remaining.Store(int32(len(envs)))
 	msgs := make([]queued, len(envs))
+	// One buffer holds every encoded value and key of this call: sized for
+	// the usual envelope, it grows (and earlier values keep the old array)
+	// when needed.
+	buf := make([]byte, 0, len(envs)*envelopeSizeHint)
 	for i := range envs {
-		v, err := json.Marshal(&envs[i])
+		start := len(buf)
+		var err error
+		buf, err = schemas.AppendEnvelope(buf, &envs[i])
 		if err != nil {
 			return Permanent(fmt.Errorf("publish %s: encode envelope %s: %w", name, envs[i].ID, err))
 		}
+		v := buf[start:len(buf):len(buf)]
 		if len(v) > p.cfg.MaxBatchBytes {
 			return Permanent(fmt.Errorf("publish %s: envelope %s is %d bytes, over the %d limit", name, envs[i].ID, len(v), p.cfg.MaxBatchBytes))
 		}
@@ -277,7 +290,9 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 		if key == "" {
 			key = envs[i].ID
 		}
-		msgs[i] = queued{key: []byte(key), value: v, typ: envs[i].Type, call: c}
+		ks := len(buf)
+		buf = append(buf, key...)
+		msgs[i] = queued{key: buf[ks:len(buf):len(buf)], value: v, typ: envs[i].Type, call: c}
 	}
 	// Held shared until the messages are queued, so Close (exclusive) sees
 	// every flusher and every queued message.
@@ -590,7 +605,9 @@ func (p *Producer) send(parts []inflightPart) (retry bool) {
 	p.mBatchLen.Observe(float64(msgs))
 
 	ctx, cancel := context.WithTimeout(p.bgCtx, p.cfg.RequestTimeout+time.Second)
+	rtStart := time.Now()
 	res, err := p.transport.RoundTrip(ctx, p.addr, req)
+	p.mRequest.ObserveSince(rtStart)
 	cancel()
 	errs := make([]error, len(parts))
 	if err != nil {

@@ -395,7 +395,7 @@ func (s *stageRunner) consume(ctx context.Context) error {
 			var f fetched
 			f.m, f.err = r.FetchMessage(fetchCtx)
 			if f.err == nil {
-				f.decodeErr = json.Unmarshal(f.m.Value, &f.env)
+				f.decodeErr = schemas.DecodeEnvelope(f.m.Value, &f.env)
 			}
 			select {
 			case ch <- f:

@@ -13,7 +13,6 @@ package requestlog
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -180,7 +179,7 @@ func decode(env schemas.Envelope, now time.Time) (row, error) {
 		return row{}, fmt.Errorf("requestlog: envelope %q: missing id or workspace", env.ID)
 	}
 	var p schemas.RequestLog
-	if err := json.Unmarshal(env.Payload, &p); err != nil {
+	if err := decodePayload(env.Payload, &p); err != nil {
 		return row{}, fmt.Errorf("requestlog: envelope %s: decode payload: %w", env.ID, err)
 	}
 	switch {

@@ -1,0 +1,522 @@
+package schemas
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The envelope is encoded and decoded for every message on every topic, so
+// the producer and the runner use these hand-written functions instead of
+// encoding/json's reflection. Both are exact: AppendEnvelope produces the
+// bytes json.Marshal produces and DecodeEnvelope the value json.Unmarshal
+// produces (round-trip and fuzz tests in codec_test.go hold them to that).
+// Each handles the canonical shape itself and hands anything unusual (a
+// payload needing compaction or escaping, escaped or unknown keys, nulls,
+// invalid input) to encoding/json, so the wire format is encoding/json's.
+
+// AppendEnvelope appends the JSON encoding of env to dst and returns the
+// extended buffer: byte for byte what json.Marshal(env) returns, with the
+// same errors (an invalid payload, a time outside years 0-9999). On error
+// dst is returned unextended. Safe for concurrent use.
+func AppendEnvelope(dst []byte, env *Envelope) ([]byte, error) {
+	orig := len(dst)
+	b := append(dst, `{"id":`...)
+	b = appendJSONString(b, env.ID)
+	b = append(b, `,"workspace":`...)
+	b = appendJSONString(b, env.Workspace)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, env.Type)
+	b = append(b, `,"key":`...)
+	b = appendJSONString(b, env.Key)
+	b = append(b, `,"occurredAt":"`...)
+	var err error
+	// AppendText is Time.MarshalJSON without the quotes: RFC 3339 with
+	// nanoseconds, failing for years outside 0-9999. Its output never
+	// needs escaping.
+	if b, err = env.OccurredAt.AppendText(b); err != nil {
+		return slowAppendEnvelope(dst[:orig], env)
+	}
+	b = append(b, `","attempt":`...)
+	b = strconv.AppendInt(b, int64(env.Attempt), 10)
+	if env.CausationID != "" {
+		b = append(b, `,"causationId":`...)
+		b = appendJSONString(b, env.CausationID)
+	}
+	if env.Traceparent != "" {
+		b = append(b, `,"traceparent":`...)
+		b = appendJSONString(b, env.Traceparent)
+	}
+	b = append(b, `,"payload":`...)
+	switch {
+	case env.Payload == nil:
+		b = append(b, "null"...)
+	case compactClean(env.Payload):
+		b = append(b, env.Payload...)
+	default:
+		// Whitespace to drop, characters to escape, or invalid JSON:
+		// encoding/json decides.
+		return slowAppendEnvelope(dst[:orig], env)
+	}
+	return append(b, '}'), nil
+}
+
+func slowAppendEnvelope(dst []byte, env *Envelope) ([]byte, error) {
+	v, err := json.Marshal(env)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, v...), nil
+}
+
+// compactClean reports whether p is one valid JSON value that json.Marshal
+// of a RawMessage copies unchanged: no whitespace outside strings, no <, >
+// or &, no U+2028 or U+2029.
+func compactClean(p []byte) bool {
+	var v validator
+	if len(p) == 0 || isSpace(p[0]) {
+		return false
+	}
+	end, ok := v.value(p, 0)
+	return ok && end == len(p) && !v.space && !v.escape
+}
+
+// DecodeEnvelope decodes data into env with the result and errors of
+// json.Unmarshal(data, env): fields absent from data keep env's values,
+// unknown fields are ignored. Unlike json.Unmarshal, env.Payload shares
+// data's memory when the fast path decodes it: data must not be modified
+// while env is in use. Safe for concurrent use on distinct envs.
+func DecodeEnvelope(data []byte, env *Envelope) error {
+	tmp := *env
+	if fastDecodeEnvelope(data, &tmp) {
+		*env = tmp
+		return nil
+	}
+	return json.Unmarshal(data, env)
+}
+
+// fastDecodeEnvelope decodes the shapes AppendEnvelope and encoding/json
+// write: one object, no insignificant whitespace outside the payload, keys
+// spelled exactly as the struct tags, string values without escapes. It
+// returns false, leaving env partly written, for anything else.
+func fastDecodeEnvelope(data []byte, env *Envelope) bool {
+	n := len(data)
+	if n < 2 || data[0] != '{' {
+		return false
+	}
+	i := 1
+	if data[i] == '}' {
+		return n == 2
+	}
+	for {
+		// Key: a plain string.
+		if i >= n || data[i] != '"' {
+			return false
+		}
+		ks := i + 1
+		ke := ks
+		for ke < n && data[ke] != '"' && data[ke] != '\\' && data[ke] >= 0x20 {
+			ke++
+		}
+		if ke+1 >= n || data[ke] != '"' || data[ke+1] != ':' {
+			return false
+		}
+		key := data[ks:ke]
+		i = ke + 2
+		if i >= n {
+			return false
+		}
+		switch string(key) {
+		case "id", "workspace", "type", "key", "causationId", "traceparent":
+			s, end, ok := plainString(data, i)
+			if !ok {
+				return false
+			}
+			switch string(key) {
+			case "id":
+				env.ID = s
+			case "workspace":
+				env.Workspace = s
+			case "type":
+				env.Type = s
+			case "key":
+				if s == env.Workspace {
+					s = env.Workspace // share the workspace's string
+				}
+				env.Key = s
+			case "causationId":
+				env.CausationID = s
+			case "traceparent":
+				env.Traceparent = s
+			}
+			i = end
+		case "occurredAt":
+			if data[i] != '"' {
+				return false
+			}
+			e := i + 1
+			for e < n && data[e] != '"' && data[e] != '\\' && data[e] >= 0x20 {
+				e++
+			}
+			if e >= n || data[e] != '"' {
+				return false
+			}
+			if err := env.OccurredAt.UnmarshalJSON(data[i : e+1]); err != nil {
+				return false
+			}
+			i = e + 1
+		case "attempt":
+			e := i
+			if e < n && data[e] == '-' {
+				e++
+			}
+			ds := e
+			for e < n && data[e] >= '0' && data[e] <= '9' {
+				e++
+			}
+			// A plain integer of at most 18 digits without a leading zero.
+			if e == ds || e-ds > 18 || (data[ds] == '0' && e-ds > 1) {
+				return false
+			}
+			v, err := strconv.ParseInt(string(data[i:e]), 10, 64)
+			if err != nil || int64(int(v)) != v {
+				return false
+			}
+			env.Attempt = int(v)
+			i = e
+		case "payload":
+			var v validator
+			end, ok := v.value(data, i)
+			if !ok {
+				return false
+			}
+			env.Payload = json.RawMessage(data[i:end:end])
+			i = end
+		default:
+			return false
+		}
+		if i >= n {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i++
+		case '}':
+			return i+1 == n
+		default:
+			return false
+		}
+	}
+}
+
+// plainString reads a JSON string without escapes or control characters
+// starting at data[i] (the opening quote) and returns its contents and the
+// index after the closing quote. Invalid UTF-8 sends the caller to the slow
+// path (encoding/json replaces it with U+FFFD).
+func plainString(data []byte, i int) (string, int, bool) {
+	if data[i] != '"' {
+		return "", 0, false
+	}
+	s := i + 1
+	e := s
+	ascii := true
+	for e < len(data) {
+		c := data[e]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+		e++
+	}
+	if e >= len(data) || data[e] != '"' {
+		return "", 0, false
+	}
+	if !ascii && !utf8.Valid(data[s:e]) {
+		return "", 0, false
+	}
+	return string(data[s:e]), e + 1, true
+}
+
+// maxDepth bounds nesting in the validator; deeper values go to
+// encoding/json (whose own limit is 10000).
+const maxDepth = 512
+
+// validator checks JSON syntax as encoding/json's scanner does (any bytes
+// but control characters, quotes and backslashes inside strings; numbers
+// per RFC 8259) and notes what json.Marshal would change in a RawMessage.
+type validator struct {
+	space  bool // whitespace outside strings
+	escape bool // <, >, & or U+2028/U+2029 anywhere
+	depth  int
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func (v *validator) skipSpace(p []byte, i int) int {
+	for i < len(p) && isSpace(p[i]) {
+		v.space = true
+		i++
+	}
+	return i
+}
+
+// value validates one value starting exactly at p[i] and returns the index
+// just after it.
+func (v *validator) value(p []byte, i int) (int, bool) {
+	if i >= len(p) {
+		return 0, false
+	}
+	switch c := p[i]; {
+	case c == '{':
+		return v.object(p, i)
+	case c == '[':
+		return v.array(p, i)
+	case c == '"':
+		return v.str(p, i)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return number(p, i)
+	case c == 't':
+		return literal(p, i, "true")
+	case c == 'f':
+		return literal(p, i, "false")
+	case c == 'n':
+		return literal(p, i, "null")
+	}
+	return 0, false
+}
+
+func (v *validator) object(p []byte, i int) (int, bool) {
+	if v.depth++; v.depth > maxDepth {
+		return 0, false
+	}
+	i = v.skipSpace(p, i+1)
+	if i < len(p) && p[i] == '}' {
+		v.depth--
+		return i + 1, true
+	}
+	for {
+		if i >= len(p) || p[i] != '"' {
+			return 0, false
+		}
+		var ok bool
+		if i, ok = v.str(p, i); !ok {
+			return 0, false
+		}
+		i = v.skipSpace(p, i)
+		if i >= len(p) || p[i] != ':' {
+			return 0, false
+		}
+		if i, ok = v.value(p, v.skipSpace(p, i+1)); !ok {
+			return 0, false
+		}
+		i = v.skipSpace(p, i)
+		if i >= len(p) {
+			return 0, false
+		}
+		switch p[i] {
+		case ',':
+			i = v.skipSpace(p, i+1)
+		case '}':
+			v.depth--
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+func (v *validator) array(p []byte, i int) (int, bool) {
+	if v.depth++; v.depth > maxDepth {
+		return 0, false
+	}
+	i = v.skipSpace(p, i+1)
+	if i < len(p) && p[i] == ']' {
+		v.depth--
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = v.value(p, i); !ok {
+			return 0, false
+		}
+		i = v.skipSpace(p, i)
+		if i >= len(p) {
+			return 0, false
+		}
+		switch p[i] {
+		case ',':
+			i = v.skipSpace(p, i+1)
+		case ']':
+			v.depth--
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// plain marks the bytes a string may contain that need no closer look: not
+// a quote, backslash, control character, <, >, & or 0xE2 (the first byte of
+// U+2028 and U+2029).
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = true
+	}
+	for _, c := range []byte{'"', '\\', '<', '>', '&', 0xE2} {
+		t[c] = false
+	}
+	return t
+}()
+
+// str validates a string starting at the quote p[i].
+func (v *validator) str(p []byte, i int) (int, bool) {
+	i++
+	for i < len(p) {
+		for i < len(p) && plain[p[i]] {
+			i++
+		}
+		if i >= len(p) {
+			break
+		}
+		c := p[i]
+		switch {
+		case c == '"':
+			return i + 1, true
+		case c == '\\':
+			if i+1 >= len(p) {
+				return 0, false
+			}
+			switch p[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+5 >= len(p) || !isHex(p[i+2]) || !isHex(p[i+3]) || !isHex(p[i+4]) || !isHex(p[i+5]) {
+					return 0, false
+				}
+				i += 6
+			default:
+				return 0, false
+			}
+		case c < 0x20:
+			return 0, false
+		case c == '<' || c == '>' || c == '&':
+			v.escape = true
+			i++
+		case c == 0xE2 && i+2 < len(p) && p[i+1] == 0x80 && p[i+2]&^1 == 0xA8:
+			v.escape = true
+			i += 3
+		default:
+			i++
+		}
+	}
+	return 0, false
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// number validates -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at p[i].
+func number(p []byte, i int) (int, bool) {
+	if p[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(p) && p[i] == '0':
+		i++
+	case i < len(p) && p[i] >= '1' && p[i] <= '9':
+		for i++; i < len(p) && isDigit(p[i]); i++ {
+		}
+	default:
+		return 0, false
+	}
+	if i < len(p) && p[i] == '.' {
+		i++
+		if i >= len(p) || !isDigit(p[i]) {
+			return 0, false
+		}
+		for i < len(p) && isDigit(p[i]) {
+			i++
+		}
+	}
+	if i < len(p) && (p[i] == 'e' || p[i] == 'E') {
+		i++
+		if i < len(p) && (p[i] == '+' || p[i] == '-') {
+			i++
+		}
+		if i >= len(p) || !isDigit(p[i]) {
+			return 0, false
+		}
+		for i < len(p) && isDigit(p[i]) {
+			i++
+		}
+	}
+	return i, true
+}
+
+func literal(p []byte, i int, lit string) (int, bool) {
+	if len(p)-i < len(lit) || string(p[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as encoding/json encodes a string: <, > and &
+// and U+2028/U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
