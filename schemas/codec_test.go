@@ -45,8 +45,10 @@ func checkAppend(t *testing.T, env Envelope) {
 func TestAppendEnvelopeMatchesEncodingJSON(t *testing.T) {
 	base := sampleEnvelope()
 	cases := map[string]func(e *Envelope){
-		"request log":      func(e *Envelope) {},
-		"all fields":       func(e *Envelope) { e.CausationID, e.Traceparent, e.Attempt = "parent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", 3 },
+		"request log": func(e *Envelope) {},
+		"all fields": func(e *Envelope) {
+			e.CausationID, e.Traceparent, e.Attempt = "parent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", 3
+		},
 		"negative attempt": func(e *Envelope) { e.Attempt = -7 },
 		"nil payload":      func(e *Envelope) { e.Payload = nil },
 		"empty payload":    func(e *Envelope) { e.Payload = json.RawMessage{} },
