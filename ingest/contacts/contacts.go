@@ -22,10 +22,11 @@
 //     counter row until commit, then admits new rows while the total
 //     allows. Workspaces without a limit take no such lock.
 //   - Newest first is descending seq, from one global sequence. Counts per
-//     (workspace, status, seq >> 10) and per (list, contact status, seq >>
-//     10), kept exact in the same transactions (and by triggers for status
-//     changes and deletes by other code), let a page at any depth start
-//     from the right 1024-wide bucket; total comes from the same counts.
+//     (workspace, status) and per (list, contact status) in 32768-wide and
+//     1024-wide seq buckets, kept exact in the same transactions (and by
+//     triggers for status changes and deletes by other code), let a page at
+//     any depth find its start from ~60 counter rows and an index-only skip
+//     of at most ~1024 entries; total comes from the same counts.
 //     Counter rows are sharded per concurrent statement and bumped in key
 //     order at the end of the statement, so statements neither deadlock nor
 //     wait for each other's commit.
