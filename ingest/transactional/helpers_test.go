@@ -81,12 +81,16 @@ func (e *env) runStages() {
 	if !ok {
 		t.Fatal("delivery stage not registered")
 	}
-	ml, _ := pipeline.Lookup(messagelog.Name)
+	stages := []pipeline.Registered{del}
+	if e.ch != nil {
+		ml, _ := pipeline.Lookup(messagelog.Name)
+		stages = append(stages, ml)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- pipeline.Run(ctx, pipeline.RunConfig{
-			Brokers: e.h.Brokers, Stages: []pipeline.Registered{del, ml},
+			Brokers: e.h.Brokers, Stages: stages,
 			Resources: pipeline.Resources{Postgres: e.pg, ClickHouse: e.ch, Publisher: e.h.Publisher,
 				Settings: map[string]string{"site_url": e.h.URL, "secret": secret, "smtp_url": e.smtpURL}},
 			BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
