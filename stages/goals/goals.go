@@ -219,20 +219,17 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 		b.at = append(b.at, p.OccurredAt.UTC())
 	}
 	s.mu.Unlock()
-	return outputs(env, &p)
+	return outputs(env, &p), nil
 }
 
 // outputs are the envelopes a matched event produces.
-func outputs(env schemas.Envelope, p *schemas.EventPayload) ([]schemas.Envelope, error) {
+func outputs(env schemas.Envelope, p *schemas.EventPayload) []schemas.Envelope {
 	key := env.Workspace + ":" + p.ContactID
-	data, err := json.Marshal(schemas.EventRecordedData{
+	data := schemas.AppendEventRecordedData(make([]byte, 0, 256+len(p.Properties)), &schemas.EventRecordedData{
 		EventID: env.ID, Event: p.Event, ContactID: p.ContactID, Email: p.Email, GoalType: p.GoalType,
 		Value: json.Number(p.Value), Currency: p.Currency, ExternalID: p.ExternalID,
 		OccurredAt: p.OccurredAt, Properties: p.Properties,
 	})
-	if err != nil {
-		return nil, pipeline.Permanent(fmt.Errorf("goals: envelope %s: encode webhook data: %w", env.ID, err))
-	}
 	return []schemas.Envelope{
 		{
 			ID: schemas.ChildID(env.ID, schemas.TypeWebhookEventRecorded, 0), Workspace: env.Workspace,
@@ -244,7 +241,7 @@ func outputs(env schemas.Envelope, p *schemas.EventPayload) ([]schemas.Envelope,
 			Type: schemas.TypeEventMatched, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
 			Traceparent: env.Traceparent, Payload: env.Payload,
 		},
-	}, nil
+	}
 }
 
 // Flush applies every buffered event in one statement and empties the

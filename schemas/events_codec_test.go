@@ -65,3 +65,20 @@ func BenchmarkDecodeEventPayload(b *testing.B) {
 		}
 	})
 }
+
+func TestAppendEventRecordedDataMatchesMarshal(t *testing.T) {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600))
+	for _, d := range []EventRecordedData{
+		{EventID: "e", Event: "a", ContactID: "c", OccurredAt: at},
+		{EventID: "e2", Event: "order", ContactID: "c", Email: "a@b.co", GoalType: "purchase", Value: "-1.5e2",
+			Currency: "EUR", ExternalID: "x\"<\u2028\x01\xff", OccurredAt: at, Properties: json.RawMessage(`{"k":[1,"v"]}`)},
+	} {
+		want, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendEventRecordedData(nil, &d); string(got) != string(want) {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	}
+}
