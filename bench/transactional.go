@@ -116,6 +116,8 @@ We are getting it ready and will let you know when it ships. Questions? Just rep
 </table></td></tr>
 <tr><td style="padding:16px 40px 32px 40px;font-size:13px;line-height:20px;color:#6b6e76;">Shipping to {{ address.line1 }}, {{ address.city }} {{ address.zip }}.
 You can track your parcel from your account page once it leaves our warehouse. Thank you for shopping with us.</td></tr>
+<tr><td style="padding:0 40px 32px 40px;font-size:12px;line-height:18px;color:#9a9ea6;">Returns are free within 30 days: reply to this email with your order number
+and we will send you a prepaid label. Prices include VAT. This receipt was sent to you because you placed an order in our shop.</td></tr>
 </table></td></tr></table></body></html>`
 
 // sendBody returns the Vary function of send bodies: a unique recipient
