@@ -66,7 +66,14 @@ type RunConfig struct {
 
 	// Consumer tuning; the defaults give low latency under light traffic
 	// and quick group joins.
-	MaxWait                time.Duration // fetch long-poll (default 200ms)
+	//
+	// MaxWait is the fetch long-poll on an idle partition (default 900ms;
+	// a record arriving ends the wait at once unless the stage set
+	// Spec.FetchMinBytes). kafka-go gives the broker MaxWait minus a margin
+	// (a quarter below 1s, 1s from 1s up) and drops the connection when
+	// the answer is later than MaxWait: a short MaxWait means many idle
+	// fetches and, on a busy broker, timed-out ones.
+	MaxWait                time.Duration
 	SessionTimeout         time.Duration // default 10s (brokers refuse < 6s by default)
 	RebalanceTimeout       time.Duration // default 10s
 	HeartbeatInterval      time.Duration // default 1s
@@ -97,7 +104,7 @@ func (c *RunConfig) withDefaults() {
 	}
 	def(&c.FlushInterval, time.Second)
 	def(&c.DrainTimeout, 30*time.Second)
-	def(&c.MaxWait, 200*time.Millisecond)
+	def(&c.MaxWait, 900*time.Millisecond)
 	def(&c.SessionTimeout, 10*time.Second)
 	def(&c.RebalanceTimeout, 10*time.Second)
 	def(&c.HeartbeatInterval, time.Second)
@@ -297,7 +304,7 @@ func (s *stageRunner) newReader() *kafka.Reader {
 		Brokers:                c.Brokers,
 		GroupID:                GroupID(s.reg.Name),
 		Topic:                  s.topic,
-		MinBytes:               1,
+		MinBytes:               max(s.reg.FetchMinBytes, 1),
 		MaxBytes:               10 << 20,
 		MaxWait:                c.MaxWait,
 		QueueCapacity:          c.QueueCapacity,

@@ -67,22 +67,30 @@ type Resources struct {
 // topic; a stage producing to several topics sets Route, which returns one
 // of Produces for each envelope (a result outside Produces dead-letters the
 // input envelope).
+//
+// FetchMinBytes, when set, lets the broker hold a fetch until that many
+// bytes are waiting (or the runner's MaxWait passed): fewer, larger fetches
+// for a stage that buffers anyway (a Flusher writing batches), at the cost
+// of up to MaxWait of added latency when traffic is light. Zero fetches as
+// soon as one record is there.
 type Spec[C any] struct {
-	Name     string
-	Consumes string
-	Produces []string
-	Route    func(out schemas.Envelope) string
-	Defaults C
-	New      func(ctx context.Context, r Resources, cfg C) (Stage, error)
+	Name          string
+	Consumes      string
+	Produces      []string
+	Route         func(out schemas.Envelope) string
+	Defaults      C
+	New           func(ctx context.Context, r Resources, cfg C) (Stage, error)
+	FetchMinBytes int
 }
 
 // Registered is the type-erased form of a Spec kept in the registry.
 type Registered struct {
-	Name     string
-	Consumes string
-	Produces []string
-	Route    func(out schemas.Envelope) string // nil: Produces[0]
-	Build    func(ctx context.Context, r Resources) (Stage, error)
+	Name          string
+	Consumes      string
+	Produces      []string
+	Route         func(out schemas.Envelope) string // nil: Produces[0]
+	Build         func(ctx context.Context, r Resources) (Stage, error)
+	FetchMinBytes int // see Spec
 }
 
 var (
@@ -106,7 +114,7 @@ func Register[C any](s Spec[C]) {
 		panic("pipeline: duplicate stage " + s.Name)
 	}
 	registry[s.Name] = Registered{
-		Name: s.Name, Consumes: s.Consumes, Produces: s.Produces, Route: s.Route,
+		Name: s.Name, Consumes: s.Consumes, Produces: s.Produces, Route: s.Route, FetchMinBytes: s.FetchMinBytes,
 		Build: func(ctx context.Context, r Resources) (Stage, error) {
 			return s.New(ctx, r, s.Defaults)
 		},

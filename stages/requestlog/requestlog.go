@@ -40,6 +40,9 @@ func init() {
 		Name:     Name,
 		Consumes: schemas.TopicRequestLog,
 		Defaults: DefaultConfig(),
+		// Rows are inserted once a second anyway: fetch in large chunks
+		// rather than once per produce request of the ingest tier.
+		FetchMinBytes: 256 << 10,
 		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
 			return New(ctx, r, cfg)
 		},
