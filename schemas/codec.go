@@ -22,13 +22,13 @@ import (
 func AppendEnvelope(dst []byte, env *Envelope) ([]byte, error) {
 	orig := len(dst)
 	b := append(dst, `{"id":`...)
-	b = appendJSONString(b, env.ID)
+	b = AppendJSONString(b, env.ID)
 	b = append(b, `,"workspace":`...)
-	b = appendJSONString(b, env.Workspace)
+	b = AppendJSONString(b, env.Workspace)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, env.Type)
+	b = AppendJSONString(b, env.Type)
 	b = append(b, `,"key":`...)
-	b = appendJSONString(b, env.Key)
+	b = AppendJSONString(b, env.Key)
 	b = append(b, `,"occurredAt":"`...)
 	var err error
 	// AppendText is Time.MarshalJSON without the quotes: RFC 3339 with
@@ -41,11 +41,11 @@ func AppendEnvelope(dst []byte, env *Envelope) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(env.Attempt), 10)
 	if env.CausationID != "" {
 		b = append(b, `,"causationId":`...)
-		b = appendJSONString(b, env.CausationID)
+		b = AppendJSONString(b, env.CausationID)
 	}
 	if env.Traceparent != "" {
 		b = append(b, `,"traceparent":`...)
-		b = appendJSONString(b, env.Traceparent)
+		b = AppendJSONString(b, env.Traceparent)
 	}
 	b = append(b, `,"payload":`...)
 	switch {
@@ -463,60 +463,4 @@ func literal(p []byte, i int, lit string) (int, bool) {
 		return 0, false
 	}
 	return i + len(lit), true
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as encoding/json encodes a string: <, > and &
-// and U+2028/U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

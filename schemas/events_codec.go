@@ -221,17 +221,17 @@ func evScanValue(b []byte, i int) (int, error) {
 // per matched event.
 func AppendEventRecordedData(dst []byte, d *EventRecordedData) []byte {
 	dst = append(dst, `{"eventId":`...)
-	dst = evAppendString(dst, d.EventID)
+	dst = AppendJSONString(dst, d.EventID)
 	dst = append(dst, `,"event":`...)
-	dst = evAppendString(dst, d.Event)
+	dst = AppendJSONString(dst, d.Event)
 	dst = append(dst, `,"contactId":`...)
-	dst = evAppendString(dst, d.ContactID)
+	dst = AppendJSONString(dst, d.ContactID)
 	for _, f := range [...]struct {
 		name, v string
 	}{{`,"email":`, d.Email}, {`,"goalType":`, d.GoalType}} {
 		if f.v != "" {
 			dst = append(dst, f.name...)
-			dst = evAppendString(dst, f.v)
+			dst = AppendJSONString(dst, f.v)
 		}
 	}
 	if d.Value != "" {
@@ -243,7 +243,7 @@ func AppendEventRecordedData(dst []byte, d *EventRecordedData) []byte {
 	}{{`,"currency":`, d.Currency}, {`,"externalId":`, d.ExternalID}} {
 		if f.v != "" {
 			dst = append(dst, f.name...)
-			dst = evAppendString(dst, f.v)
+			dst = AppendJSONString(dst, f.v)
 		}
 	}
 	dst = append(dst, `,"occurredAt":"`...)
@@ -254,53 +254,4 @@ func AppendEventRecordedData(dst []byte, d *EventRecordedData) []byte {
 		dst = append(dst, d.Properties...)
 	}
 	return append(dst, '}')
-}
-
-// evAppendString appends s as a JSON string escaped as encoding/json does
-// (HTML characters and U+2028/U+2029 included; invalid UTF-8 as U+FFFD).
-func evAppendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -36,20 +36,20 @@ func appendImportRow(b []byte, r *ImportRow) []byte {
 	b = strconv.AppendInt(b, int64(r.Index), 10)
 	if r.ID == "" {
 		b = append(b, `,"error":`...)
-		b = appendString(b, r.Error)
+		b = schemas.AppendJSONString(b, r.Error)
 		if r.Code != "" {
 			b = append(b, `,"code":`...)
-			b = appendString(b, r.Code)
+			b = schemas.AppendJSONString(b, r.Code)
 		}
 		return append(b, '}')
 	}
 	b = append(b, `,"id":`...)
-	b = appendString(b, r.ID)
+	b = schemas.AppendJSONString(b, r.ID)
 	b = append(b, `,"contactId":`...)
 	if r.ContactID == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendString(b, r.ContactID)
+		b = schemas.AppendJSONString(b, r.ContactID)
 	}
 	b = append(b, `,"deduplicated":`...)
 	b = strconv.AppendBool(b, r.Deduplicated)

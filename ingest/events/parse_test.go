@@ -138,7 +138,7 @@ func TestPayloadEncoding(t *testing.T) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 	var invalidUTF8 string
-	if err := json.Unmarshal(appendString(nil, "a\xffb"), &invalidUTF8); err != nil || invalidUTF8 != "a\ufffdb" {
+	if err := json.Unmarshal(schemas.AppendJSONString(nil, "a\xffb"), &invalidUTF8); err != nil || invalidUTF8 != "a\ufffdb" {
 		t.Fatalf("invalid UTF-8: %q %v", invalidUTF8, err)
 	}
 }
