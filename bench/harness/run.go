@@ -31,8 +31,18 @@ type Options struct {
 	Conns       int
 	ServerProcs int  // GOMAXPROCS of servers and baselines
 	Keep        bool // keep scratch directories (logs, broker data)
-	Command     []string
-	Log         io.Writer // progress lines
+	// Tolerance is how far (relative) a pair's baseline may stray from the
+	// running median before the pair is redone; 0 means 0.25 (PERFORMANCE.md).
+	Tolerance float64
+	Command   []string
+	Log       io.Writer // progress lines
+}
+
+func (o Options) tolerance() float64 {
+	if o.Tolerance > 0 {
+		return o.Tolerance
+	}
+	return 0.25
 }
 
 // ErrSkip marks a benchmark whose system does not exist yet.
@@ -85,7 +95,7 @@ func Run(ctx context.Context, b *Benchmark, o Options) *Report {
 		Name: b.Name, Doc: b.Doc, Issue: b.Issue, Started: time.Now(), Command: o.Command,
 		Machine: ReadMachine(), Baselines: b.Baselines, Targets: b.Targets,
 		Config: Config{WarmupSec: o.Warmup.Seconds(), DurationSec: o.Duration.Seconds(), Pairs: o.Pairs,
-			Conns: r.conns, ServerProcs: o.ServerProcs, Tolerance: 0.25, Stack: o.Stack},
+			Conns: r.conns, ServerProcs: o.ServerProcs, Tolerance: o.tolerance(), Stack: o.Stack},
 	}
 	err := r.run(ctx)
 	r.stop()
@@ -278,6 +288,7 @@ func (r *runner) probe(ctx context.Context) error {
 // done.
 func (r *runner) pairs(ctx context.Context) error {
 	p := NewPairing(r.o.Pairs)
+	p.Tolerance = r.o.tolerance()
 	for !p.Done() {
 		attempt := len(p.Pairs) + 1
 		slowest := math.Inf(1)

@@ -20,7 +20,10 @@ func TestMain(m *testing.M) {
 }
 
 // A self test end to end at a small scale: two baseline server processes,
-// alternating pairs, an open-loop run, a written report.
+// alternating pairs, an open-loop run, a written report. It checks the
+// mechanics, not the numbers: 300 ms runs beside other test packages swing
+// far more than 25%, so the stray check is widened here (pairs_test.go tests
+// it on its own).
 func TestSelfTestRunsPairsAndWritesAReport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -42,7 +45,7 @@ func TestSelfTestRunsPairsAndWritesAReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := Run(context.Background(), b, Options{Self: self, Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond,
-		Pairs: 2, Conns: 4, ServerProcs: 1})
+		Pairs: 2, Conns: 4, ServerProcs: 1, Tolerance: 1000})
 	if rep.Error != "" || rep.Skipped != "" {
 		t.Fatalf("error %q skipped %q", rep.Error, rep.Skipped)
 	}
