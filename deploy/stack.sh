@@ -49,7 +49,10 @@ port_for() {
 		return
 	fi
 	for ((i = 0; i < 200; i++)); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 30000))
+		# Below the kernel's ephemeral range (32768 and up by default): a port
+		# there can be taken by an outgoing connection between this check and
+		# the server's bind ("Address already in use").
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 12700))
 		# Skip ports another of our components already took, and busy ones.
 		if grep -qx "$p" "$DATA"/ports/* 2>/dev/null || port_open "$p"; then
 			continue
