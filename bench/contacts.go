@@ -185,32 +185,38 @@ func seedContactsWorkspace(ctx context.Context, s *harness.System) (string, erro
 }
 
 // purgeOldBenchContacts deletes the contacts data of earlier bench
-// workspaces (named "bench") without firing the counter triggers, which
-// only matter for the workspace being deleted from.
+// workspaces (named "bench"), keeping the current one.
 func purgeOldBenchContacts(ctx context.Context, pool *pgxpool.Pool, current string) error {
+	const old = "(SELECT id FROM workspaces WHERE name = 'bench' AND id <> $1)"
+	return execWithoutTriggers(ctx, pool, "purge old bench contacts", current,
+		"DELETE FROM memberships WHERE workspace_id IN "+old,
+		"DELETE FROM list_buckets WHERE list_id IN (SELECT id FROM lists WHERE workspace_id IN "+old+")",
+		"DELETE FROM lists WHERE workspace_id IN "+old,
+		"DELETE FROM contact_buckets WHERE workspace_id IN "+old,
+		"DELETE FROM contacts WHERE workspace_id IN "+old,
+	)
+}
+
+// execWithoutTriggers runs stmts, each with the one argument arg, in one
+// transaction with triggers off (session_replication_role = replica): the
+// counter triggers only matter for the workspaces being emptied.
+func execWithoutTriggers(ctx context.Context, pool *pgxpool.Pool, what, arg string, stmts ...string) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("seed: purge: %w", err)
+		return fmt.Errorf("seed: %s: %w", what, err)
 	}
 	defer conn.Release()
 	tx, err := conn.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("seed: purge: %w", err)
+		return fmt.Errorf("seed: %s: %w", what, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
 	if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
-		return fmt.Errorf("seed: purge: %w", err)
+		return fmt.Errorf("seed: %s: %w", what, err)
 	}
-	const old = "(SELECT id FROM workspaces WHERE name = 'bench' AND id <> $1)"
-	for _, q := range []string{
-		"DELETE FROM memberships WHERE workspace_id IN " + old,
-		"DELETE FROM list_buckets WHERE list_id IN (SELECT id FROM lists WHERE workspace_id IN " + old + ")",
-		"DELETE FROM lists WHERE workspace_id IN " + old,
-		"DELETE FROM contact_buckets WHERE workspace_id IN " + old,
-		"DELETE FROM contacts WHERE workspace_id IN " + old,
-	} {
-		if _, err := tx.Exec(ctx, q, current); err != nil {
-			return fmt.Errorf("seed: purge old bench contacts: %w", err)
+	for _, q := range stmts {
+		if _, err := tx.Exec(ctx, q, arg); err != nil {
+			return fmt.Errorf("seed: %s: %w", what, err)
 		}
 	}
 	return tx.Commit(ctx)

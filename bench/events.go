@@ -268,28 +268,10 @@ func markers(ctx context.Context, s *harness.System) (*load.Histogram, error) {
 // benchmark running at the same time keeps its seed. Triggers are skipped:
 // the counters only matter for the workspaces being emptied.
 func purgeOldEventContacts(ctx context.Context, pool *pgxpool.Pool, current string) error {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("seed: purge: %w", err)
-	}
-	defer conn.Release()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("seed: purge: %w", err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
-	if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
-		return fmt.Errorf("seed: purge: %w", err)
-	}
 	const old = "(SELECT id FROM workspaces WHERE name = 'bench' AND id <> $1)"
-	for _, q := range []string{
-		"DELETE FROM contact_activity WHERE workspace_id IN " + old,
-		"DELETE FROM event_claims WHERE workspace_id IN " + old,
-		"DELETE FROM contacts WHERE workspace_id IN " + old + " AND email LIKE 'u%@bench.example.com'",
-	} {
-		if _, err := tx.Exec(ctx, q, current); err != nil {
-			return fmt.Errorf("seed: purge old event-bench contacts: %w", err)
-		}
-	}
-	return tx.Commit(ctx)
+	return execWithoutTriggers(ctx, pool, "purge old event-bench contacts", current,
+		"DELETE FROM contact_activity WHERE workspace_id IN "+old,
+		"DELETE FROM event_claims WHERE workspace_id IN "+old,
+		"DELETE FROM contacts WHERE workspace_id IN "+old+" AND email LIKE 'u%@bench.example.com'",
+	)
 }
