@@ -27,6 +27,8 @@ type Config struct {
 	LogLevel       slog.Level    // SENDSTREAM_LOG_LEVEL
 	KeyCacheTTL    time.Duration // SENDSTREAM_KEY_CACHE_TTL; negative disables the cache
 	DataDir        string        // SENDSTREAM_DATA_DIR
+	DebugAddr      string        // SENDSTREAM_DEBUG_ADDR: pprof listener, off when empty
+	ProducerLinger time.Duration // SENDSTREAM_PRODUCER_LINGER: wait before each produce request
 }
 
 // loadConfig reads the environment, filling connection settings the
@@ -42,6 +44,7 @@ func loadConfig() (Config, error) {
 		SMTPURL:        env("SENDSTREAM_SMTP_URL", "smtp://127.0.0.1:1025"),
 		Secret:         os.Getenv("SENDSTREAM_SECRET"),
 		DataDir:        env("SENDSTREAM_DATA_DIR", ".run"),
+		DebugAddr:      os.Getenv("SENDSTREAM_DEBUG_ADDR"),
 	}
 	c.SiteURL = strings.TrimRight(env("SENDSTREAM_SITE_URL", "http://"+c.Listen), "/")
 	if _, err := url.Parse(c.SiteURL); err != nil {
@@ -55,6 +58,9 @@ func loadConfig() (Config, error) {
 		return c, fmt.Errorf("SENDSTREAM_KEY_CACHE_TTL %q: want a duration from 0 to 1m", os.Getenv("SENDSTREAM_KEY_CACHE_TTL"))
 	}
 	c.KeyCacheTTL = ttl
+	if c.ProducerLinger, err = time.ParseDuration(env("SENDSTREAM_PRODUCER_LINGER", "0s")); err != nil || c.ProducerLinger < 0 || c.ProducerLinger > time.Second {
+		return c, fmt.Errorf("SENDSTREAM_PRODUCER_LINGER %q: want a duration from 0 to 1s", os.Getenv("SENDSTREAM_PRODUCER_LINGER"))
+	}
 	if ttl == 0 {
 		c.KeyCacheTTL = -1 // ingest.Config reads 0 as "default"
 	}

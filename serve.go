@@ -122,6 +122,9 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 		log.Warn("SENDSTREAM_SECRET is not set; using a generated local secret", "file", filepath.Join(cfg.DataDir, "secret"))
 	}
 
+	if cfg.DebugAddr != "" {
+		go serveDebug(cfg.DebugAddr, log)
+	}
 	if len(cfg.KafkaBrokers) == 0 {
 		addr, stop, err := ensureBroker(ctx, cfg.DataDir)
 		if err != nil {
@@ -141,7 +144,7 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 	if err := pipeline.EnsureTopics(ctx, cfg.KafkaBrokers, cfg.TopicPrefix, schemas.AllTopics, 4); err != nil {
 		return fmt.Errorf("create topics: %w", err)
 	}
-	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix})
+	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix, Linger: cfg.ProducerLinger})
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,10 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"time"
+
+	"sendstream/schemas"
 )
 
 // Me is the answer of GET /v1/me: who the credential is.
@@ -53,15 +56,31 @@ func (s *Server) coreRoutes() []Route {
 }
 
 func me(c *Call) Result {
-	p := c.Principal
-	scopes := p.Scopes
-	if scopes == nil {
-		scopes = []string{}
+	return Result{Status: 200, Raw: appendMe(make([]byte, 0, 256), c.Principal)}
+}
+
+// appendMe writes the Me answer of p, as encoding/json would write Me.
+func appendMe(b []byte, p Principal) []byte {
+	b = append(b, `{"workspace":{"id":`...)
+	b = schemas.AppendJSONString(b, p.Workspace)
+	b = append(b, `,"name":`...)
+	b = schemas.AppendJSONString(b, p.WorkspaceName)
+	b = append(b, `,"plan":`...)
+	b = schemas.AppendJSONString(b, p.Plan)
+	b = append(b, `},"key":{"id":`...)
+	b = schemas.AppendJSONString(b, p.KeyID)
+	b = append(b, `,"kind":`...)
+	b = schemas.AppendJSONString(b, p.Kind)
+	b = append(b, `,"scopes":[`...)
+	for i, sc := range p.Scopes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = schemas.AppendJSONString(b, sc)
 	}
-	return OK(200, Me{
-		Workspace: MeWorkspace{ID: p.Workspace, Name: p.WorkspaceName, Plan: p.Plan},
-		Key:       MeKey{ID: p.KeyID, Kind: p.Kind, Scopes: scopes, FullAccess: len(p.Scopes) == 0},
-	})
+	b = append(b, `],"fullAccess":`...)
+	b = strconv.AppendBool(b, len(p.Scopes) == 0)
+	return append(b, "}}"...)
 }
 
 func (s *Server) readyz(c *Call) Result {

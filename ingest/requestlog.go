@@ -158,7 +158,7 @@ func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, st
 	payload := appendRequestLog(make([]byte, 0, 256+len(reqText)+len(respText)), &rl)
 	return schemas.Envelope{
 		ID: id, Workspace: p.Workspace, Type: schemas.TypeRequestLogged, Key: p.Workspace,
-		OccurredAt: at, Payload: payload,
+		OccurredAt: at, Payload: payload, PayloadCompact: true,
 	}
 }
 

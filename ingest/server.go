@@ -126,6 +126,7 @@ type Server struct {
 	openapi []byte
 
 	base   context.Context // cancelled when Shutdown's grace ends
+	reqCtx *deadlines      // request contexts: RequestTimeout, shared per 100 ms
 	cancel context.CancelFunc
 	start  sync.Once
 	bg     sync.WaitGroup
@@ -177,6 +178,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.limiter = ratelimit.New(deps.PG, cfg.RateLimit)
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
+	s.reqCtx = newDeadlines(s.base, s.cfg.RequestTimeout)
 	s.pool.New = func() any { return newReqState() }
 	s.fast = &fasthttp.Server{
 		Handler:               s.handle,
@@ -346,8 +348,7 @@ func (s *Server) handle(rc *fasthttp.RequestCtx) {
 
 // serve runs every check, then the handler, and hands the answer to finish.
 func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start time.Time) {
-	ctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
-	defer cancel()
+	ctx := s.reqCtx.at(start)
 	res, p, ok := s.check(ctx, rc, rt)
 	if !ok {
 		s.finish(ctx, rc, rt, res, p, "", start)

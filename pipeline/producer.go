@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/apiversions"
 	produceAPI "github.com/segmentio/kafka-go/protocol/produce"
 
 	"sendstream/schemas"
@@ -48,6 +50,10 @@ type ProducerConfig struct {
 	// MaxRequestBytes caps one produce request across partitions (default
 	// 16 MiB).
 	MaxRequestBytes int
+	// Linger is how long a flusher waits, after it is woken, before taking
+	// what is queued, so that one produce request carries more messages
+	// (default 0: send at once).
+	Linger time.Duration
 	// MetadataTTL is how long partition counts are cached (default 10s).
 	MetadataTTL time.Duration
 	// AutoCreatePartitions, when positive, makes Publish create a missing
@@ -132,6 +138,7 @@ type Producer struct {
 	mu       sync.RWMutex
 	topics   map[string]*topicState   // by full (prefixed) topic name
 	flushers map[int32]*brokerFlusher // by leader broker id
+	brokers  map[int32]string         // host:port by broker id, from metadata
 	create   sync.Mutex               // serialises auto-creation
 	bgCtx    context.Context          // flushers' requests; cancelled after Close drained
 	stop     context.CancelFunc
@@ -166,9 +173,11 @@ type partQueue struct {
 	inflight  bool // a request with this partition's messages is out
 }
 
-// brokerFlusher sends the queued messages of the partitions one broker leads.
+// brokerFlusher sends the queued messages of the partitions one broker leads,
+// over its own connection, on its own goroutine (no hand-off per request).
 type brokerFlusher struct {
 	id      int32
+	conn    *protocol.Conn // owned by the flusher goroutine; nil until dialled or after a failure
 	mu      sync.Mutex
 	ready   []*partQueue
 	wake    chan struct{} // capacity 1
@@ -225,6 +234,7 @@ func NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer, error) {
 		client:    &kafka.Client{Addr: addr, Timeout: cfg.RequestTimeout, Transport: tr},
 		topics:    map[string]*topicState{},
 		flushers:  map[int32]*brokerFlusher{},
+		brokers:   map[int32]string{},
 		bgCtx:     bg,
 		stop:      stop,
 	}
@@ -422,6 +432,11 @@ func (p *Producer) partitionLeaders(ctx context.Context, name string) ([]int32, 
 		if err != nil {
 			return nil, fmt.Errorf("publish %s: metadata: %w", name, err)
 		}
+		p.mu.Lock()
+		for _, b := range md.Brokers {
+			p.brokers[int32(b.ID)] = net.JoinHostPort(b.Host, strconv.Itoa(b.Port))
+		}
+		p.mu.Unlock()
 		var terr error
 		for _, t := range md.Topics {
 			if t.Name != name {
@@ -481,6 +496,11 @@ func (p *Producer) flush(bf *brokerFlusher) {
 			<-bf.wake
 			bf.mu.Lock()
 		}
+		bf.mu.Unlock()
+		if p.cfg.Linger > 0 {
+			time.Sleep(p.cfg.Linger)
+		}
+		bf.mu.Lock()
 		ready, bf.ready = bf.ready, ready[:0]
 		bf.mu.Unlock()
 
@@ -508,7 +528,7 @@ func (p *Producer) flush(bf *brokerFlusher) {
 			continue
 		}
 
-		retry := p.send(parts)
+		retry := p.send(bf, parts)
 		if retry {
 			failures++
 		} else {
@@ -568,7 +588,7 @@ func (p *Producer) take(q *partQueue) ([]queued, int) {
 // send produces parts in one request and completes their callers; messages
 // that failed with a retryable error and have attempts left go back to the
 // front of their queue. It reports whether anything is to be retried.
-func (p *Producer) send(parts []inflightPart) (retry bool) {
+func (p *Producer) send(bf *brokerFlusher, parts []inflightPart) (retry bool) {
 	now := time.Now()
 	req := &produceAPI.Request{Acks: int16(kafka.RequireAll), Timeout: int32(p.cfg.RequestTimeout / time.Millisecond)}
 	index := make(map[string]map[int32]int, 2)
@@ -604,11 +624,9 @@ func (p *Producer) send(parts []inflightPart) (retry bool) {
 	p.mBatches.Inc()
 	p.mBatchLen.Observe(float64(msgs))
 
-	ctx, cancel := context.WithTimeout(p.bgCtx, p.cfg.RequestTimeout+time.Second)
 	rtStart := time.Now()
-	res, err := p.transport.RoundTrip(ctx, p.addr, req)
+	res, err := p.roundTrip(bf, req)
 	p.mRequest.ObserveSince(rtStart)
-	cancel()
 	errs := make([]error, len(parts))
 	if err != nil {
 		for i := range errs {
@@ -670,6 +688,64 @@ func (p *Producer) send(parts []inflightPart) (retry bool) {
 		}
 	}
 	return retry
+}
+
+// roundTrip sends req on bf's connection, dialling it first when needed,
+// and waits for the answer on the calling (flusher) goroutine. A failed
+// exchange closes the connection; the next request dials again.
+func (p *Producer) roundTrip(bf *brokerFlusher, req protocol.Message) (protocol.Message, error) {
+	if bf.conn == nil {
+		c, err := p.dial(bf.id)
+		if err != nil {
+			return nil, err
+		}
+		bf.conn = c
+	}
+	bf.conn.SetDeadline(time.Now().Add(p.cfg.RequestTimeout + time.Second))
+	res, err := bf.conn.RoundTrip(req)
+	if err != nil {
+		bf.conn.Close()
+		bf.conn = nil
+		return nil, fmt.Errorf("produce to broker %d: %w", bf.id, err)
+	}
+	return res, nil
+}
+
+// dial connects to broker id and negotiates API versions.
+func (p *Producer) dial(id int32) (*protocol.Conn, error) {
+	p.mu.RLock()
+	addr, ok := p.brokers[id]
+	p.mu.RUnlock()
+	if !ok {
+		p.expireMetadata()
+		return nil, fmt.Errorf("broker %d: %w", id, protocol.ErrNoLeader)
+	}
+	ctx, cancel := context.WithTimeout(p.bgCtx, 5*time.Second)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial broker %d at %s: %w", id, addr, err)
+	}
+	c := protocol.NewConn(nc, p.cfg.ClientID)
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	r, err := c.RoundTrip(new(apiversions.Request))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("api versions of broker %d at %s: %w", id, addr, err)
+	}
+	res := r.(*apiversions.Response)
+	if res.ErrorCode != 0 {
+		c.Close()
+		return nil, fmt.Errorf("api versions of broker %d at %s: %w", id, addr, kafka.Error(res.ErrorCode))
+	}
+	versions := make(map[protocol.ApiKey]int16, len(res.ApiKeys))
+	for _, k := range res.ApiKeys {
+		key := protocol.ApiKey(k.ApiKey)
+		versions[key] = key.SelectVersion(k.MinVersion, k.MaxVersion)
+	}
+	c.SetVersions(versions)
+	return c, nil
 }
 
 // expireMetadata makes the next Publish of every topic re-read partition
@@ -739,6 +815,12 @@ func (p *Producer) Close() error {
 	}
 	p.wg.Wait()
 	p.stop()
+	for _, bf := range flushers {
+		if bf.conn != nil {
+			bf.conn.Close()
+			bf.conn = nil
+		}
+	}
 	// Whatever is still queued (a partition handed to a flusher that had
 	// already stopped) fails rather than hanging its caller.
 	p.mu.RLock()

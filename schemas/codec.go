@@ -51,7 +51,7 @@ func AppendEnvelope(dst []byte, env *Envelope) ([]byte, error) {
 	switch {
 	case env.Payload == nil:
 		b = append(b, "null"...)
-	case compactClean(env.Payload):
+	case env.PayloadCompact && len(env.Payload) > 0, compactClean(env.Payload):
 		b = append(b, env.Payload...)
 	default:
 		// Whitespace to drop, characters to escape, or invalid JSON:

@@ -27,6 +27,10 @@ type Envelope struct {
 	CausationID string          `json:"causationId,omitempty"`
 	Traceparent string          `json:"traceparent,omitempty"`
 	Payload     json.RawMessage `json:"payload"`
+	// PayloadCompact promises that Payload is valid JSON without
+	// insignificant whitespace, as this module's own encoders write it, so
+	// AppendEnvelope copies it without checking. Not serialised.
+	PayloadCompact bool `json:"-"`
 }
 
 // NewID returns a fresh random id: 32 hex characters whose first 12 encode the

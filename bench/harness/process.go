@@ -209,5 +209,17 @@ func cleanEnv(extra ...string) []string {
 		}
 		out = append(out, kv)
 	}
+	if addr := os.Getenv("BENCH_SERVER_DEBUG_ADDR"); addr != "" {
+		out = append(out, "SENDSTREAM_DEBUG_ADDR="+addr) // pprof of the server under test
+	}
+	if v := os.Getenv("BENCH_BROKER_PROCS"); v != "" {
+		out = append(out, "SENDSTREAM_BROKER_PROCS="+v) // experiments only
+	}
+	if v := os.Getenv("BENCH_PRODUCER_LINGER"); v != "" {
+		out = append(out, "SENDSTREAM_PRODUCER_LINGER="+v) // experiments only
+	}
+	if addr := os.Getenv("BENCH_BROKER_DEBUG_ADDR"); addr != "" {
+		out = append(out, "SENDSTREAM_BROKER_DEBUG_ADDR="+addr) // pprof of the broker
+	}
 	return append(out, extra...)
 }

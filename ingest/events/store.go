@@ -97,7 +97,8 @@ type Store struct {
 
 // NewStore returns a Store over the database of pg (migrations of
 // schemas/postgres applied). It opens its own small pool to that database
-// (MaxInFlight connections) whose sessions run with synchronous_commit off:
+// (MaxInFlight connections) whose sessions run with synchronous_commit off
+// and generic plans:
 // a claim commits without waiting for the WAL flush, which takes the fsync
 // off every request. That is safe because the claim is not what makes an
 // event durable (the broker's acks=all is) and the event id is derived from
@@ -114,6 +115,10 @@ func NewStore(pg *pgxpool.Pool, cfg StoreConfig) (*Store, error) {
 		pc.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	// The resolve statement's best plan does not depend on its arrays (index
+	// lookups per row), and planning it costs twice its execution: keep the
+	// generic plan of the prepared statement instead of re-planning per call.
+	pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	own, err := pgxpool.NewWithConfig(context.Background(), pc)
 	if err != nil {
 		return nil, fmt.Errorf("events store: open pool: %w", err)
