@@ -212,6 +212,9 @@ func cleanEnv(extra ...string) []string {
 	if addr := os.Getenv("BENCH_SERVER_DEBUG_ADDR"); addr != "" {
 		out = append(out, "SENDSTREAM_DEBUG_ADDR="+addr) // pprof of the server under test
 	}
+	if v := os.Getenv("BENCH_BROKER_FSYNC"); v != "" {
+		out = append(out, "SENDSTREAM_BROKER_FSYNC="+v) // experiments only
+	}
 	if v := os.Getenv("BENCH_BROKER_PROCS"); v != "" {
 		out = append(out, "SENDSTREAM_BROKER_PROCS="+v) // experiments only
 	}
