@@ -88,11 +88,16 @@ func NewStore(pool *pgxpool.Pool) *Store {
 		pc.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	// The batch statements' plans do not depend on their arrays, and
+	// re-planning them per call costs about as much as running them.
+	pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	if own, err := pgxpool.NewWithConfig(context.Background(), pc); err == nil {
 		s.async = own
 	}
-	s.lookups = batcher[lookupIn, lookupOut]{workers: 4, max: 256, timeout: 10 * time.Second, run: s.lookupBatch}
-	s.claims = batcher[NewMessage, claimOut]{workers: 4, max: 256, timeout: 10 * time.Second, run: s.claimBatch}
+	// Two statements of each kind in flight: more only splits concurrent
+	// sends into smaller batches, and a statement's cost is mostly fixed.
+	s.lookups = batcher[lookupIn, lookupOut]{workers: 2, max: 256, timeout: 10 * time.Second, run: s.lookupBatch}
+	s.claims = batcher[NewMessage, claimOut]{workers: 2, max: 256, timeout: 10 * time.Second, run: s.claimBatch}
 	return s
 }
 
@@ -254,7 +259,7 @@ func (s *Store) lookupBatch(ctx context.Context, ins []lookupIn) ([]lookupOut, e
 			aEmail = append(aEmail, a)
 		}
 	}
-	rows, err := s.pool.Query(ctx, sqlLookupBatch, ords, wss, emails, refs, tpls, exts, aOrd, aEmail)
+	rows, err := s.async.Query(ctx, sqlLookupBatch, ords, wss, emails, refs, tpls, exts, aOrd, aEmail)
 	if err != nil {
 		return nil, err
 	}
