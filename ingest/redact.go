@@ -84,17 +84,26 @@ func mentionsSensitive(b []byte) bool {
 				hit = hasFoldPrefix(rest, "attachments")
 			}
 		}
-		if hit && (!jsonish || b[i] == '\\' || inKey(b, i)) {
+		if !hit {
+			continue
+		}
+		if !jsonish {
 			return true
 		}
+		key, end := inKey(b, i)
+		if key {
+			return true
+		}
+		i = end // the rest of this value string holds no key
 	}
 	return false
 }
 
 // inKey reports whether position i is inside an object key: the string it
 // is in closes and is followed by a colon. Values that merely contain a
-// word ("kind":"api_key") then keep the fast path.
-func inKey(b []byte, i int) bool {
+// word ("kind":"api_key") or an escape ("<" as \u003c) then keep the fast
+// path. end is the position of the string's closing quote.
+func inKey(b []byte, i int) (key bool, end int) {
 	j := i
 	for j < len(b) && b[j] != '"' {
 		if b[j] == '\\' {
@@ -102,16 +111,17 @@ func inKey(b []byte, i int) bool {
 		}
 		j++
 	}
+	end = j
 	for j++; j < len(b); j++ {
 		switch b[j] {
 		case ' ', '\t', '\n', '\r':
 			continue
 		case ':':
-			return true
+			return true, end
 		}
-		return false
+		return false, end
 	}
-	return false
+	return false, end
 }
 
 // hasFoldPrefix reports whether b starts with lower-case ASCII w, ignoring case.

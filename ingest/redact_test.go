@@ -21,6 +21,8 @@ func TestRedactBody(t *testing.T) {
 		{"value mentioning a word is kept", `{"note":"my password is long","token_count_hint":"x"}`,
 			`{"note":"my password is long","token_count_hint":"[REDACTED]"}`},
 		{"escaped key", `{"pass\u0077ord":"x"}`, `{"pass\u0077ord":"[REDACTED]"}`},
+		{"escapes in values, then a secret", `{"html":"\u003cb\u003etoken\u003c/b\u003e","n":"\u0026","apiKey":"k"}`,
+			`{"html":"\u003cb\u003etoken\u003c/b\u003e","n":"\u0026","apiKey":"[REDACTED]"}`},
 		{"attachments content omitted", `{"attachments":[{"filename":"a.pdf","contentType":"application/pdf","content":"aGVsbG8="},{"filename":"b","content":"QUJD"}]}`,
 			`{"attachments":[{"filename":"a.pdf","contentType":"application/pdf","content":"[OMITTED 5 bytes]"},{"filename":"b","content":"[OMITTED 3 bytes]"}]}`},
 		{"content outside attachments kept", `{"content":"hello","attachments":[]}`, `{"content":"hello","attachments":[]}`},
@@ -43,7 +45,7 @@ func TestRedactBody(t *testing.T) {
 }
 
 func TestRedactFastPathDoesNotCopy(t *testing.T) {
-	in := []byte(`{"email":"a@b.c","name":"Ann","kind":"api_key","note":"token: \"x\"","s":"password"}`)
+	in := []byte(`{"email":"a@b.c","name":"Ann","kind":"api_key","note":"token: \"x\"","s":"password","html":"\u003cp\u003e"}`)
 	out := RedactBody(in)
 	if &out[0] != &in[0] {
 		t.Fatal("body without secret words was copied; the fast path should return it as is")
