@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,8 +15,12 @@ import (
 	"sendstream/pipeline"
 )
 
-//go:embed sql/resolve.sql
-var sqlResolve string
+var (
+	//go:embed sql/resolve.sql
+	sqlResolve string
+	//go:embed sql/match.sql
+	sqlMatch string
+)
 
 // Lookup is what one event needs resolved before it is accepted: its
 // contact and, with an externalId, its idempotency claim.
@@ -269,7 +274,13 @@ func (s *Store) run(ctx context.Context, batch []*request) error {
 	if len(ws) > 0 {
 		start := time.Now()
 		defer func() { s.mDuration.ObserveSince(start); s.mBatch.Observe(float64(len(ws))) }()
-		rows, err := s.pg.Query(ctx, sqlResolve, ws, email, contact, evid, s.cfg.RepublishWindow.Seconds())
+		var rows pgx.Rows
+		var err error
+		if slices.ContainsFunc(evid, func(id string) bool { return id != "" }) {
+			rows, err = s.pg.Query(ctx, sqlResolve, ws, email, contact, evid, s.cfg.RepublishWindow.Seconds())
+		} else {
+			rows, err = s.pg.Query(ctx, sqlMatch, ws, email, contact)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: resolve %d events: %w", ErrUnavailable, len(ws), err)
 		}
