@@ -19,13 +19,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	chsink "sendstream/sinks/clickhouse"
 )
 
 // Name is the stage's registered name (and so its consumer group's).
@@ -52,15 +52,12 @@ type Config struct {
 }
 
 // Stage buffers event rows in Handle and inserts them in Flush. The runner
-// calls Handle, Flush and Close from one goroutine; a mutex guards the
-// buffer regardless.
+// calls Handle, Flush and Close from one goroutine; the buffer's mutex
+// guards it regardless.
 type Stage struct {
 	conn    driver.Conn
 	breaker *pipeline.Breaker
-
-	mu   sync.Mutex
-	rows []row
-	seen map[string]int // event id -> index in rows
+	buf     chsink.Buffer[row] // one row per event id
 }
 
 var (
@@ -76,7 +73,7 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("analytics: build: %w", err)
 	}
-	return &Stage{conn: r.ClickHouse, breaker: cfg.Breaker.New("clickhouse_events"), seen: map[string]int{}}, nil
+	return &Stage{conn: r.ClickHouse, breaker: cfg.Breaker.New("clickhouse_events")}, nil
 }
 
 // row is one events row, in the column order of insert.sql.
@@ -102,13 +99,7 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 	if err != nil {
 		return nil, pipeline.Permanent(err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.seen[r.id]; ok {
-		return nil, nil
-	}
-	s.seen[r.id] = len(s.rows)
-	s.rows = append(s.rows, r)
+	s.buf.Add(r.id, r)
 	return nil, nil
 }
 
@@ -158,39 +149,13 @@ func decode(env schemas.Envelope) (row, error) {
 // buffer only when the insert succeeded. On error the rows stay buffered
 // and the runner does not commit; a later Flush retries them.
 func (s *Stage) Flush(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.rows) == 0 {
-		return nil
-	}
 	now := time.Now().UTC()
-	err := s.breaker.Do(ctx, func(ctx context.Context) error { return insert(ctx, s.conn, s.rows, now) })
-	if err != nil {
-		return fmt.Errorf("analytics: insert %d rows: %w", len(s.rows), err)
-	}
-	clear(s.rows)
-	s.rows = s.rows[:0]
-	clear(s.seen)
-	return nil
-}
-
-// insert writes rows in one native batch insert naming every column.
-func insert(ctx context.Context, conn driver.Conn, rows []row, now time.Time) error {
-	batch, err := conn.PrepareBatch(ctx, insertSQL)
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	defer batch.Close()
-	for i := range rows {
-		r := &rows[i]
-		err := batch.Append(r.id, r.workspace, r.event, r.contactID, r.emailHash, r.goalType, r.value, r.hasValue,
+	err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, func(b driver.Batch, r *row) error {
+		return b.Append(r.id, r.workspace, r.event, r.contactID, r.emailHash, r.goalType, r.value, r.hasValue,
 			r.currency, r.externalID, r.source, r.occurredAt, r.receivedAt, r.properties, now)
-		if err != nil {
-			return fmt.Errorf("append %s: %w", r.id, err)
-		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("send: %w", err)
+	})
+	if err != nil {
+		return fmt.Errorf("analytics: %w", err)
 	}
 	return nil
 }

@@ -17,13 +17,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	chsink "sendstream/sinks/clickhouse"
 )
 
 // Name is the stage's registered name.
@@ -52,13 +52,11 @@ type Row struct {
 }
 
 // Stage buffers rows in Handle and inserts them in Flush. The runner calls
-// Handle and Flush from one goroutine; a mutex guards the buffer anyway.
+// Handle and Flush from one goroutine; the buffer's mutex guards it anyway.
 type Stage struct {
 	conn    driver.Conn
 	breaker *pipeline.Breaker
-	mu      sync.Mutex
-	rows    []Row
-	seen    map[string]int
+	buf     chsink.Buffer[Row] // one row per event id, the last copy
 }
 
 var (
@@ -74,7 +72,7 @@ func New(ctx context.Context, r pipeline.Resources) (*Stage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("messagelog: build: %w", err)
 	}
-	return &Stage{conn: r.ClickHouse, breaker: pipeline.NewBreaker("clickhouse message_status"), seen: map[string]int{}}, nil
+	return &Stage{conn: r.ClickHouse, breaker: pipeline.NewBreaker("clickhouse message_status")}, nil
 }
 
 // sendFields are the parts of a send payload the log needs (decoding skips
@@ -164,43 +162,21 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 	if !ok {
 		return nil, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if i, dup := s.seen[r.EventID]; dup {
-		s.rows[i] = r
-		return nil, nil
-	}
-	s.seen[r.EventID] = len(s.rows)
-	s.rows = append(s.rows, r)
+	s.buf.Put(r.EventID, r)
 	return nil, nil
 }
 
 // Flush inserts the buffered rows in one batch; on error they stay buffered
 // and the runner does not commit.
 func (s *Stage) Flush(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.rows) == 0 {
-		return nil
+	if err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, appendRow); err != nil {
+		return fmt.Errorf("messagelog: %w", err)
 	}
-	err := s.breaker.Do(ctx, func(ctx context.Context) error {
-		b, err := s.conn.PrepareBatch(ctx, insertSQL)
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		defer b.Close()
-		for _, r := range s.rows {
-			if err := b.Append(r.EventID, r.Workspace, r.MessageID, r.Status, r.At, r.Recipient, r.ExternalID,
-				r.TemplateID, r.PolicyID, r.Provider, r.Detail, r.Received); err != nil {
-				return fmt.Errorf("append: %w", err)
-			}
-		}
-		return b.Send()
-	})
-	if err != nil {
-		return fmt.Errorf("messagelog: insert %d rows: %w", len(s.rows), err)
-	}
-	s.rows = s.rows[:0]
-	clear(s.seen)
 	return nil
+}
+
+// appendRow appends r to an insert.sql batch, in its column order.
+func appendRow(b driver.Batch, r *Row) error {
+	return b.Append(r.EventID, r.Workspace, r.MessageID, r.Status, r.At, r.Recipient, r.ExternalID,
+		r.TemplateID, r.PolicyID, r.Provider, r.Detail, r.Received)
 }

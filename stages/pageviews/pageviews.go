@@ -13,13 +13,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	chsink "sendstream/sinks/clickhouse"
 )
 
 // Name is the stage's registered name (and so its consumer group's).
@@ -46,15 +46,12 @@ type Config struct {
 }
 
 // Stage buffers page-view rows in Handle and inserts them in Flush. The
-// runner calls Handle and Flush from one goroutine; a mutex guards the
-// buffer regardless.
+// runner calls Handle and Flush from one goroutine; the buffer's mutex
+// guards it regardless.
 type Stage struct {
 	conn    driver.Conn
 	breaker *pipeline.Breaker
-
-	mu   sync.Mutex
-	rows []row
-	seen map[string]struct{}
+	buf     chsink.Buffer[row] // one row per view id, the first copy
 }
 
 var (
@@ -70,7 +67,7 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pageviews: build: %w", err)
 	}
-	return &Stage{conn: r.ClickHouse, breaker: cfg.Breaker.New("clickhouse_page_views"), seen: map[string]struct{}{}}, nil
+	return &Stage{conn: r.ClickHouse, breaker: cfg.Breaker.New("clickhouse_page_views")}, nil
 }
 
 // row is one page_views row, in the column order of insert.sql.
@@ -101,13 +98,7 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 	if width < 0 || width > 65535 {
 		width = 0
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.seen[env.ID]; dup {
-		return nil, nil
-	}
-	s.seen[env.ID] = struct{}{}
-	s.rows = append(s.rows, row{
+	s.buf.Add(env.ID, row{
 		id: env.ID, workspace: env.Workspace, at: p.OccurredAt.UTC(), host: p.Host, path: p.Path, title: p.Title,
 		referrer: p.ReferrerHost, utmSource: p.UTMSource, utmMedium: p.UTMMedium, utmCampaign: p.UTMCampaign,
 		screenWidth: uint16(width), userAgent: p.UserAgent,
@@ -118,32 +109,13 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 // Flush inserts every buffered row in one batch and empties the buffer only
 // when the insert succeeded.
 func (s *Stage) Flush(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.rows) == 0 {
-		return nil
-	}
 	now := time.Now().UTC()
-	err := s.breaker.Do(ctx, func(ctx context.Context) error {
-		batch, err := s.conn.PrepareBatch(ctx, insertSQL)
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		defer batch.Close()
-		for i := range s.rows {
-			r := &s.rows[i]
-			if err := batch.Append(r.id, r.workspace, r.at, r.host, r.path, r.title, r.referrer,
-				r.utmSource, r.utmMedium, r.utmCampaign, r.screenWidth, r.userAgent, now); err != nil {
-				return fmt.Errorf("append %s: %w", r.id, err)
-			}
-		}
-		return batch.Send()
+	err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, func(b driver.Batch, r *row) error {
+		return b.Append(r.id, r.workspace, r.at, r.host, r.path, r.title, r.referrer,
+			r.utmSource, r.utmMedium, r.utmCampaign, r.screenWidth, r.userAgent, now)
 	})
 	if err != nil {
-		return fmt.Errorf("pageviews: insert %d rows: %w", len(s.rows), err)
+		return fmt.Errorf("pageviews: %w", err)
 	}
-	clear(s.rows)
-	s.rows = s.rows[:0]
-	clear(s.seen)
 	return nil
 }

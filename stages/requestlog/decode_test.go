@@ -67,7 +67,7 @@ func TestDecodeRejectsMalformedEnvelopes(t *testing.T) {
 			*e = envelope(t, "id1", p)
 		}},
 	}
-	s := &Stage{seen: map[string]int{}}
+	s := &Stage{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			env := good
@@ -76,7 +76,7 @@ func TestDecodeRejectsMalformedEnvelopes(t *testing.T) {
 			if err == nil || !pipeline.IsPermanent(err) {
 				t.Fatalf("Handle = %v, want a permanent error", err)
 			}
-			if len(out) != 0 || len(s.rows) != 0 {
+			if len(out) != 0 || s.buf.Len() != 0 {
 				t.Fatalf("malformed envelope produced output %v or a buffered row", out)
 			}
 		})
@@ -114,15 +114,15 @@ func TestDecodeMapsEveryField(t *testing.T) {
 }
 
 func TestHandleBuffersARedeliveryOnce(t *testing.T) {
-	s := &Stage{seen: map[string]int{}}
+	s := &Stage{}
 	at := time.Now().UTC()
 	for _, id := range []string{"a", "b", "a"} {
 		if _, err := s.Handle(context.Background(), envelope(t, id, sample(at))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(s.rows) != 2 || s.rows[0].id != "a" || s.rows[1].id != "b" {
-		t.Fatalf("buffer = %v, want rows a and b once each", s.rows)
+	if rows := s.buf.Rows(); len(rows) != 2 || rows[0].id != "a" || rows[1].id != "b" {
+		t.Fatalf("buffer = %v, want rows a and b once each", rows)
 	}
 }
 

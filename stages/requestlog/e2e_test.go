@@ -151,7 +151,7 @@ func TestBreakerOpensWhenClickHouseKeepsFailing(t *testing.T) {
 	if !errors.Is(err, pipeline.ErrBreakerOpen) {
 		t.Fatalf("after 10 failed flushes: %v, want ErrBreakerOpen", err)
 	}
-	if len(s.rows) != 1 {
-		t.Fatalf("%d rows buffered, want 1", len(s.rows))
+	if s.buf.Len() != 1 {
+		t.Fatalf("%d rows buffered, want 1", s.buf.Len())
 	}
 }

@@ -16,13 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	chsink "sendstream/sinks/clickhouse"
 )
 
 // Name is the stage's registered name (and so its consumer group's).
@@ -83,15 +83,12 @@ func (c Config) Validate() error {
 
 // Stage buffers request-log rows in Handle and inserts them in Flush. Build it
 // with New; the runner calls Handle, Flush and Close from one goroutine at a
-// time (a mutex guards the buffer regardless).
+// time (the buffer's mutex guards it regardless).
 type Stage struct {
 	conn    driver.Conn
 	log     *slog.Logger
-	breaker *pipeline.Breaker // around every insert into request_log
-
-	mu   sync.Mutex
-	rows []row
-	seen map[string]int // envelope id -> index in rows
+	breaker *pipeline.Breaker  // around every insert into request_log
+	buf     chsink.Buffer[row] // one row per envelope id, the last copy
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -125,7 +122,6 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 		conn:    r.ClickHouse,
 		log:     log.With("stage", Name),
 		breaker: pipeline.NewBreaker(BreakerName),
-		seen:    map[string]int{},
 		stop:    stop,
 		done:    make(chan struct{}),
 	}
@@ -162,14 +158,7 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	if err != nil {
 		return nil, pipeline.Permanent(err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if i, ok := s.seen[r.id]; ok {
-		s.rows[i] = r
-		return nil, nil
-	}
-	s.seen[r.id] = len(s.rows)
-	s.rows = append(s.rows, r)
+	s.buf.Put(r.id, r)
 	return nil, nil
 }
 
@@ -237,43 +226,21 @@ func orEmpty(s []string) []string {
 // the rows stay buffered: a later Flush retries them, and redeliveries
 // replace rather than duplicate them; the runner does not commit.
 func (s *Stage) Flush(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.rows) == 0 {
-		return nil
+	if err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, appendRow); err != nil {
+		return fmt.Errorf("requestlog: %w", err)
 	}
-	err := s.breaker.Do(ctx, func(ctx context.Context) error { return insert(ctx, s.conn, s.rows) })
-	if err != nil {
-		return fmt.Errorf("requestlog: insert %d rows: %w", len(s.rows), err)
-	}
-	clear(s.rows) // drop references to bodies before reusing the array
-	s.rows = s.rows[:0]
-	clear(s.seen)
 	return nil
 }
 
-// insert writes rows in one native batch insert naming every column.
-func insert(ctx context.Context, conn driver.Conn, rows []row) error {
-	batch, err := conn.PrepareBatch(ctx, insertSQL)
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	defer batch.Close()
-	for _, r := range rows {
-		err := batch.Append(
-			r.id, r.workspace, r.at, r.method, r.path, r.status, r.durationUS,
-			r.keyID, r.keyKind, r.requestBody, r.responseBody, r.truncated,
-			r.messageIDs, r.eventIDs, r.journeyRunIDs, r.contactIDs,
-			r.recipient, r.externalID, r.ip, r.userAgent, r.received,
-		)
-		if err != nil {
-			return fmt.Errorf("append %s: %w", r.id, err)
-		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	return nil
+// appendRow appends r to an insert.sql batch, naming every column in order.
+// It is a plain function, so Flush allocates no closure for it.
+func appendRow(batch driver.Batch, r *row) error {
+	return batch.Append(
+		r.id, r.workspace, r.at, r.method, r.path, r.status, r.durationUS,
+		r.keyID, r.keyKind, r.requestBody, r.responseBody, r.truncated,
+		r.messageIDs, r.eventIDs, r.journeyRunIDs, r.contactIDs,
+		r.recipient, r.externalID, r.ip, r.userAgent, r.received,
+	)
 }
 
 // Close stops the retention goroutine and waits for it. Rows not flushed are

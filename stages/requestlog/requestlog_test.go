@@ -78,8 +78,8 @@ func TestFlushWritesEveryColumn(t *testing.T) {
 	if err := s.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.rows) != 0 {
-		t.Fatalf("buffer holds %d rows after a successful Flush", len(s.rows))
+	if s.buf.Len() != 0 {
+		t.Fatalf("buffer holds %d rows after a successful Flush", s.buf.Len())
 	}
 
 	rows, err := conn.Query(context.Background(), `SELECT id, workspace, at, method, path, status, duration_us,
@@ -177,8 +177,8 @@ func TestFailedFlushKeepsTheBuffer(t *testing.T) {
 	if err == nil {
 		t.Fatal("Flush without a table succeeded")
 	}
-	if len(s.rows) != 2 {
-		t.Fatalf("failed Flush left %d rows buffered, want 2", len(s.rows))
+	if s.buf.Len() != 2 {
+		t.Fatalf("failed Flush left %d rows buffered, want 2", s.buf.Len())
 	}
 	// The runner re-reads the uncommitted batch: redelivered rows replace,
 	// not duplicate, the buffered ones.

@@ -1,0 +1,117 @@
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sendstream/pipeline"
+)
+
+// Buffer holds the rows a pipeline stage inserts into ClickHouse in one
+// batch, at most one row per id (the envelope id, so a redelivery does not
+// add a second row). A mutex guards it, so Add, Put, Len, Rows and Flush may
+// be called from any goroutine. The zero value is an empty buffer.
+type Buffer[R any] struct {
+	mu   sync.Mutex
+	rows []R
+	ids  []string       // ids[i] is the id of rows[i]
+	seen map[string]int // id -> index in rows
+}
+
+// Add buffers r under id unless a row with that id is buffered already (the
+// first copy wins); it reports whether r was added.
+func (b *Buffer[R]) Add(id string, r R) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, dup := b.seen[id]; dup {
+		return false
+	}
+	b.push(id, r)
+	return true
+}
+
+// Put buffers r under id, replacing the buffered row with that id if there
+// is one (the last copy wins, in the first copy's place); it reports whether
+// id was new.
+func (b *Buffer[R]) Put(id string, r R) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i, dup := b.seen[id]; dup {
+		b.rows[i] = r
+		return false
+	}
+	b.push(id, r)
+	return true
+}
+
+// push appends r under the new id; b.mu is held.
+func (b *Buffer[R]) push(id string, r R) {
+	if b.seen == nil {
+		b.seen = map[string]int{}
+	}
+	b.seen[id] = len(b.rows)
+	b.rows = append(b.rows, r)
+	b.ids = append(b.ids, id)
+}
+
+// Len returns how many rows are buffered.
+func (b *Buffer[R]) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.rows)
+}
+
+// Rows returns a copy of the buffered rows in the order their ids were first
+// added.
+func (b *Buffer[R]) Rows() []R {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]R(nil), b.rows...)
+}
+
+// Flush inserts every buffered row in one native batch insert (sql, with
+// appendRow appending one row to the batch), run through breaker, and
+// empties the buffer only when the insert succeeded. On error the rows stay
+// buffered for a later Flush, and the error (which wraps the breaker's, e.g.
+// pipeline.ErrBreakerOpen) says how many rows failed. An empty buffer is not
+// sent. The buffer stays locked while the insert runs.
+func (b *Buffer[R]) Flush(ctx context.Context, conn driver.Conn, breaker *pipeline.Breaker, sql string,
+	appendRow func(batch driver.Batch, r *R) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.rows) == 0 {
+		return nil
+	}
+	err := breaker.Do(ctx, func(ctx context.Context) error { return b.insert(ctx, conn, sql, appendRow) })
+	if err != nil {
+		return fmt.Errorf("insert %d rows: %w", len(b.rows), err)
+	}
+	clear(b.rows) // drop references (bodies, strings) before reusing the array
+	b.rows = b.rows[:0]
+	clear(b.ids)
+	b.ids = b.ids[:0]
+	clear(b.seen)
+	return nil
+}
+
+// insert writes the buffered rows in one batch; b.mu is held.
+func (b *Buffer[R]) insert(ctx context.Context, conn driver.Conn, sql string,
+	appendRow func(batch driver.Batch, r *R) error) error {
+	batch, err := conn.PrepareBatch(ctx, sql)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer batch.Close()
+	for i := range b.rows {
+		if err := appendRow(batch, &b.rows[i]); err != nil {
+			return fmt.Errorf("append %s: %w", b.ids[i], err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}
