@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -125,6 +126,8 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 	if cfg.DebugAddr != "" {
 		go serveDebug(cfg.DebugAddr, log)
 	}
+	debug.SetGCPercent(cfg.GCPercent)
+	debug.SetMemoryLimit(cfg.MemoryLimit)
 	if len(cfg.KafkaBrokers) == 0 {
 		addr, stop, err := ensureBroker(ctx, cfg.DataDir)
 		if err != nil {

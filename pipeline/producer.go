@@ -283,8 +283,10 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 	msgs := make([]queued, len(envs))
 	// One buffer holds every encoded value and key of this call: sized for
 	// the usual envelope, it grows (and earlier values keep the old array)
-	// when needed.
-	buf := make([]byte, 0, len(envs)*envelopeSizeHint)
+	// when needed. It goes back to the pool once every message is answered
+	// (nothing refers to it then), not when ctx ends first.
+	bp := getPublishBuf(len(envs) * envelopeSizeHint)
+	buf := (*bp)[:0]
 	for i := range envs {
 		start := len(buf)
 		var err error
@@ -322,6 +324,8 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 	p.closeMu.RUnlock()
 	select {
 	case <-c.done:
+		*bp = buf[:0]
+		putPublishBuf(bp)
 		if c.err != nil {
 			return fmt.Errorf("publish %s: %w", ts.name, c.err)
 		}
@@ -329,6 +333,25 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("publish %s: waiting for ack: %w", ts.name, ctx.Err())
+	}
+}
+
+// publishBufs recycles Publish's encoding buffers: a request-log envelope
+// is about 700 bytes, allocated on every API call otherwise.
+var publishBufs sync.Pool
+
+func getPublishBuf(size int) *[]byte {
+	if bp, ok := publishBufs.Get().(*[]byte); ok && cap(*bp) >= size {
+		return bp
+	}
+	b := make([]byte, 0, size)
+	return &b
+}
+
+// putPublishBuf returns a buffer; very large ones are left to the GC.
+func putPublishBuf(bp *[]byte) {
+	if cap(*bp) <= 64<<10 {
+		publishBufs.Put(bp)
 	}
 }
 

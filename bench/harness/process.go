@@ -212,6 +212,12 @@ func cleanEnv(extra ...string) []string {
 	if addr := os.Getenv("BENCH_SERVER_DEBUG_ADDR"); addr != "" {
 		out = append(out, "SENDSTREAM_DEBUG_ADDR="+addr) // pprof of the server under test
 	}
+	if v := os.Getenv("BENCH_SERVER_GC_PERCENT"); v != "" {
+		out = append(out, "SENDSTREAM_GC_PERCENT="+v) // experiments only
+	}
+	if v := os.Getenv("BENCH_SERVER_MEMORY_LIMIT_MB"); v != "" {
+		out = append(out, "SENDSTREAM_MEMORY_LIMIT_MB="+v) // experiments only
+	}
 	if v := os.Getenv("BENCH_BROKER_FSYNC"); v != "" {
 		out = append(out, "SENDSTREAM_BROKER_FSYNC="+v) // experiments only
 	}
