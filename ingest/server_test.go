@@ -292,21 +292,12 @@ func TestPayloadTooLargeProcessesNothing(t *testing.T) {
 	}
 }
 
-// awayFromMinuteEnd waits when a minute boundary is near, so a test's calls
-// all fall in one rate-limit window.
-func awayFromMinuteEnd(t *testing.T, need time.Duration) {
-	if left := time.Minute - time.Duration(time.Now().UnixNano()%int64(time.Minute)); left < need {
-		t.Logf("waiting %v for the next minute", left)
-		time.Sleep(left + 100*time.Millisecond)
-	}
-}
-
 func TestRateLimitExactAcrossTwoServers(t *testing.T) {
 	h := ingesttest.Start(t)
 	h2 := h.Second(t, ingesttest.Options{})
 	_, k1 := h.NewWorkspace(t, ingesttest.WorkspaceOpts{})
 	_, k2 := h.NewWorkspace(t, ingesttest.WorkspaceOpts{})
-	awayFromMinuteEnd(t, 20*time.Second)
+	ingesttest.AwayFromMinuteEnd(t, 20*time.Second)
 
 	// One server: 60 pass, the 61st is refused.
 	for i := 1; i <= 60; i++ {

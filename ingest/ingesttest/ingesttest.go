@@ -370,3 +370,14 @@ func ValidateResponse(req *http.Request, resp *http.Response, body []byte) strin
 	}
 	return docVal.validate(req, resp, body)
 }
+
+// AwayFromMinuteEnd waits for the next minute when fewer than need remain
+// in the current one, so a test's calls all fall in one rate-limit window
+// (limits count per calendar minute).
+func AwayFromMinuteEnd(t testing.TB, need time.Duration) {
+	t.Helper()
+	if left := time.Minute - time.Duration(time.Now().UnixNano()%int64(time.Minute)); left < need {
+		t.Logf("waiting %v for the next minute", left)
+		time.Sleep(left + 100*time.Millisecond)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/ingesttest"
@@ -304,6 +305,7 @@ func TestScopesAndRateLimits(t *testing.T) {
 
 	limit := func(name string, n int, do func() int) {
 		t.Helper()
+		ingesttest.AwayFromMinuteEnd(t, 20*time.Second) // all n+1 calls in one window
 		for i := 0; i < n; i++ {
 			if st := do(); st == 429 {
 				t.Fatalf("%s: 429 after %d calls, limit is %d", name, i, n)
