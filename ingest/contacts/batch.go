@@ -26,8 +26,12 @@ type upsertReply struct {
 	err error
 }
 
-// maxInFlight bounds the statements of one workspace running at once.
-const maxInFlight = 4
+// maxInFlight bounds the statements of one workspace running at once. Two
+// keep Postgres busy while one batch's answer travels back; four split the
+// same load into smaller statements, each with its fixed cost (contacts
+// bench: 4.7k upserts/s and page p99 11 ms with two, 3.8k/s and 35 ms with
+// four).
+const maxInFlight = 2
 
 // extraRunnerQueue is the queue length that starts another statement while
 // one is running.
