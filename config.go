@@ -29,7 +29,6 @@ type Config struct {
 	KeyCacheTTL    time.Duration // SENDSTREAM_KEY_CACHE_TTL; negative disables the cache
 	DataDir        string        // SENDSTREAM_DATA_DIR
 	DebugAddr      string        // SENDSTREAM_DEBUG_ADDR: pprof listener, off when empty
-	ProducerLinger time.Duration // SENDSTREAM_PRODUCER_LINGER: wait before each produce request
 	GCPercent      int           // SENDSTREAM_GC_PERCENT: Go GC target (as GOGC)
 	MemoryLimit    int64         // SENDSTREAM_MEMORY_LIMIT_MB, in bytes: soft limit of the Go heap
 }
@@ -74,9 +73,6 @@ func loadConfig() (Config, error) {
 		return c, fmt.Errorf("SENDSTREAM_MEMORY_LIMIT_MB %q: want a whole number of at least 16", os.Getenv("SENDSTREAM_MEMORY_LIMIT_MB"))
 	}
 	c.MemoryLimit = int64(mb) << 20
-	if c.ProducerLinger, err = time.ParseDuration(env("SENDSTREAM_PRODUCER_LINGER", "0s")); err != nil || c.ProducerLinger < 0 || c.ProducerLinger > time.Second {
-		return c, fmt.Errorf("SENDSTREAM_PRODUCER_LINGER %q: want a duration from 0 to 1s", os.Getenv("SENDSTREAM_PRODUCER_LINGER"))
-	}
 	if ttl == 0 {
 		c.KeyCacheTTL = -1 // ingest.Config reads 0 as "default"
 	}

@@ -147,7 +147,7 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 	if err := pipeline.EnsureTopics(ctx, cfg.KafkaBrokers, cfg.TopicPrefix, schemas.AllTopics, 4); err != nil {
 		return fmt.Errorf("create topics: %w", err)
 	}
-	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix, Linger: cfg.ProducerLinger})
+	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix})
 	if err != nil {
 		return err
 	}

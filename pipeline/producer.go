@@ -50,10 +50,6 @@ type ProducerConfig struct {
 	// MaxRequestBytes caps one produce request across partitions (default
 	// 16 MiB).
 	MaxRequestBytes int
-	// Linger is how long a flusher waits, after it is woken, before taking
-	// what is queued, so that one produce request carries more messages
-	// (default 0: send at once).
-	Linger time.Duration
 	// MetadataTTL is how long partition counts are cached (default 10s).
 	MetadataTTL time.Duration
 	// AutoCreatePartitions, when positive, makes Publish create a missing
@@ -128,7 +124,6 @@ func parseCompression(s string) (kafka.Compression, error) {
 type Producer struct {
 	cfg       ProducerConfig
 	attrs     int8 // record-set attributes: the compression codec
-	addr      net.Addr
 	client    *kafka.Client
 	transport *kafka.Transport
 
@@ -229,7 +224,6 @@ func NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer, error) {
 	p := &Producer{
 		cfg:       cfg,
 		attrs:     int8(protocol.Attributes(comp) & 7),
-		addr:      addr,
 		transport: tr,
 		client:    &kafka.Client{Addr: addr, Timeout: cfg.RequestTimeout, Transport: tr},
 		topics:    map[string]*topicState{},
@@ -519,11 +513,6 @@ func (p *Producer) flush(bf *brokerFlusher) {
 			<-bf.wake
 			bf.mu.Lock()
 		}
-		bf.mu.Unlock()
-		if p.cfg.Linger > 0 {
-			time.Sleep(p.cfg.Linger)
-		}
-		bf.mu.Lock()
 		ready, bf.ready = bf.ready, ready[:0]
 		bf.mu.Unlock()
 
@@ -655,7 +644,7 @@ func (p *Producer) send(bf *brokerFlusher, parts []inflightPart) (retry bool) {
 		for i := range errs {
 			errs[i] = err
 		}
-		if strings.Contains(err.Error(), "mismatching leaders") || errors.Is(err, protocol.ErrNoLeader) {
+		if errors.Is(err, protocol.ErrNoLeader) {
 			p.expireMetadata()
 		}
 	} else {
@@ -806,7 +795,7 @@ func retryableKafka(err error) bool {
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
-		strings.Contains(err.Error(), "mismatching leaders")
+		errors.Is(err, protocol.ErrNoLeader) // a broker not in the last metadata: it is re-read first
 }
 
 // Close stops accepting envelopes, waits until everything queued is acked or

@@ -199,8 +199,21 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// cleanEnv returns the environment without SENDSTREAM_* and GOMAXPROCS, plus
-// extra.
+// passThrough maps variables of the bench's own environment to the
+// settings they become in every process it starts (the SENDSTREAM_ ones of
+// its environment are dropped): pprof listeners of the server and the broker,
+// and knobs for experiments.
+var passThrough = [][2]string{
+	{"BENCH_SERVER_DEBUG_ADDR", "SENDSTREAM_DEBUG_ADDR"},
+	{"BENCH_BROKER_DEBUG_ADDR", "SENDSTREAM_BROKER_DEBUG_ADDR"},
+	{"BENCH_SERVER_GC_PERCENT", "SENDSTREAM_GC_PERCENT"},
+	{"BENCH_SERVER_MEMORY_LIMIT_MB", "SENDSTREAM_MEMORY_LIMIT_MB"},
+	{"BENCH_BROKER_FSYNC", "SENDSTREAM_BROKER_FSYNC"},
+	{"BENCH_BROKER_PROCS", "SENDSTREAM_BROKER_PROCS"},
+}
+
+// cleanEnv returns the environment without SENDSTREAM_* and GOMAXPROCS,
+// plus the passThrough settings and extra.
 func cleanEnv(extra ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
@@ -209,26 +222,10 @@ func cleanEnv(extra ...string) []string {
 		}
 		out = append(out, kv)
 	}
-	if addr := os.Getenv("BENCH_SERVER_DEBUG_ADDR"); addr != "" {
-		out = append(out, "SENDSTREAM_DEBUG_ADDR="+addr) // pprof of the server under test
-	}
-	if v := os.Getenv("BENCH_SERVER_GC_PERCENT"); v != "" {
-		out = append(out, "SENDSTREAM_GC_PERCENT="+v) // experiments only
-	}
-	if v := os.Getenv("BENCH_SERVER_MEMORY_LIMIT_MB"); v != "" {
-		out = append(out, "SENDSTREAM_MEMORY_LIMIT_MB="+v) // experiments only
-	}
-	if v := os.Getenv("BENCH_BROKER_FSYNC"); v != "" {
-		out = append(out, "SENDSTREAM_BROKER_FSYNC="+v) // experiments only
-	}
-	if v := os.Getenv("BENCH_BROKER_PROCS"); v != "" {
-		out = append(out, "SENDSTREAM_BROKER_PROCS="+v) // experiments only
-	}
-	if v := os.Getenv("BENCH_PRODUCER_LINGER"); v != "" {
-		out = append(out, "SENDSTREAM_PRODUCER_LINGER="+v) // experiments only
-	}
-	if addr := os.Getenv("BENCH_BROKER_DEBUG_ADDR"); addr != "" {
-		out = append(out, "SENDSTREAM_BROKER_DEBUG_ADDR="+addr) // pprof of the broker
+	for _, v := range passThrough {
+		if val := os.Getenv(v[0]); val != "" {
+			out = append(out, v[1]+"="+val)
+		}
 	}
 	return append(out, extra...)
 }
