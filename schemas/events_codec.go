@@ -161,59 +161,24 @@ func evSyntaxAt(i int) error {
 
 // evScanString returns the index after the string starting at b[i] == '"'.
 func evScanString(b []byte, i int) (int, error) {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			return i + 1, nil
-		case '\\':
-			i++
-		}
+	end, ok := SkipJSONString(b, i)
+	if !ok {
+		return 0, evSyntaxAt(end)
 	}
-	return 0, evSyntaxAt(i)
+	return end, nil
 }
 
 // evScanValue returns the index after the JSON value starting at b[i]; a
-// container's content is checked with json.Valid.
+// container's or a scalar's span is checked with json.Valid.
 func evScanValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
+	end, ok := SkipJSONValue(b, i)
+	if !ok {
+		return 0, evSyntaxAt(end)
+	}
+	if b[i] != '"' && !json.Valid(b[i:end]) {
 		return 0, evSyntaxAt(i)
 	}
-	switch b[i] {
-	case '"':
-		return evScanString(b, i)
-	case '{', '[':
-		start, depth := i, 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				end, err := evScanString(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					if !json.Valid(b[start : i+1]) {
-						return 0, evSyntaxAt(start)
-					}
-					return i + 1, nil
-				}
-			}
-		}
-		return 0, evSyntaxAt(i)
-	default:
-		start := i
-		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
-			i++
-		}
-		if i == start || !json.Valid(b[start:i]) {
-			return 0, evSyntaxAt(start)
-		}
-		return i, nil
-	}
+	return end, nil
 }
 
 // AppendEventRecordedData appends the JSON of d, as json.Marshal would

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
+
+	"sendstream/schemas"
 )
 
 // A small scanner over JSON the server has already checked for syntax: it
@@ -35,55 +37,20 @@ func trimSpace(b []byte) []byte {
 
 // skipString returns the index after the string starting at b[i] == '"'.
 func skipString(b []byte, i int) (int, error) {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			return i + 1, nil
-		case '\\':
-			i++
-		}
+	end, ok := schemas.SkipJSONString(b, i)
+	if !ok {
+		return 0, errSyntax
 	}
-	return 0, errSyntax
+	return end, nil
 }
 
 // skipValue returns the index after the JSON value starting at b[i].
 func skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
+	end, ok := schemas.SkipJSONValue(b, i)
+	if !ok {
 		return 0, errSyntax
 	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				end, err := skipString(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1, nil
-				}
-			}
-		}
-		return 0, errSyntax
-	default: // number, true, false, null
-		start := i
-		for i < len(b) && !isSpace(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
-			i++
-		}
-		if i == start {
-			return 0, errSyntax
-		}
-		return i, nil
-	}
+	return end, nil
 }
 
 // eachMember calls fn for every member of the JSON object b (raw key
