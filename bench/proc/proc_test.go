@@ -2,6 +2,7 @@ package proc
 
 import (
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -35,7 +36,11 @@ func TestParseStatus(t *testing.T) {
 func TestMeterReadsThisProcess(t *testing.T) {
 	m := &Meter{PIDs: map[string]int{"generator": 0, "gone": 1 << 30}}
 	m.Start()
-	for t0 := time.Now(); time.Since(t0) < 60*time.Millisecond; {
+	base := cpuTime(t)
+	// Spin until the process has used 60 ms of CPU by getrusage, not 60 ms
+	// of wall time: beside other test packages on 2 cores, 60 ms of wall
+	// time once gave this process only 10 ms of CPU.
+	for t0 := time.Now(); cpuTime(t)-base < 60*time.Millisecond && time.Since(t0) < 10*time.Second; {
 	}
 	m.End()
 	used := m.Used()
@@ -51,4 +56,13 @@ func TestMeterReadsThisProcess(t *testing.T) {
 	if rss, err := RSS(os.Getpid()); err != nil || rss < 1<<20 {
 		t.Fatalf("rss %d %v", rss, err)
 	}
+}
+
+// cpuTime is this process's user+system CPU time by getrusage.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
