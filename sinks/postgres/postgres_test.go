@@ -85,3 +85,61 @@ func TestMigrateConcurrentIdempotent(t *testing.T) {
 		t.Errorf("pool MaxConns = %d, want at least 16", got)
 	}
 }
+
+// TestDeletesCascadeWithoutHotPathKeys checks the triggers of
+// 0040_hot_path_cascades.sql: deleting a contact removes its activity, and
+// deleting a workspace removes its contacts (with their activity), its
+// messages and their payloads, and its counter rows.
+func TestDeletesCascadeWithoutHotPathKeys(t *testing.T) {
+	pool := stack.PG(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ws, c1, c2, msg := schemas.NewID(), schemas.NewID(), schemas.NewID(), schemas.NewID()
+	for _, st := range []struct {
+		q    string
+		args []any
+	}{
+		{`INSERT INTO workspaces (id, name) VALUES ($1, 'cascade test')`, []any{ws}},
+		{`INSERT INTO contacts (id, workspace_id, seq, email)
+		  VALUES ($2, $1, nextval('contacts_seq'), $2 || '@cascade.example'),
+		         ($3, $1, nextval('contacts_seq'), $3 || '@cascade.example')`, []any{ws, c1, c2}},
+		{`INSERT INTO contact_activity (contact_id, workspace_id) VALUES ($2, $1), ($3, $1)`, []any{ws, c1, c2}},
+		{`INSERT INTO transactional_messages (id, workspace_id, to_email, rfc_message_id, policy_id)
+		  VALUES ($2, $1, 'to@cascade.example', $2 || '@cascade.example', 'p')`, []any{ws, msg}},
+		{`INSERT INTO transactional_payloads (message_id, payload) VALUES ($1, '{}')`, []any{msg}},
+	} {
+		if _, err := pool.Exec(ctx, st.q, st.args...); err != nil {
+			t.Fatalf("%s: %v", st.q, err)
+		}
+	}
+	count := func(q string, arg string) int {
+		var n int
+		if err := pool.QueryRow(ctx, q, arg).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM contacts WHERE id = $1`, c1); err != nil {
+		t.Fatalf("delete contact: %v", err)
+	}
+	if n := count(`SELECT count(*) FROM contact_activity WHERE contact_id = $1`, c1); n != 0 {
+		t.Fatalf("activity of a deleted contact: %d rows left", n)
+	}
+	if n := count(`SELECT count(*) FROM contact_activity WHERE contact_id = $1`, c2); n != 1 {
+		t.Fatalf("activity of a kept contact: %d rows, want 1", n)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM workspaces WHERE id = $1`, ws); err != nil {
+		t.Fatalf("delete workspace: %v", err)
+	}
+	for q, arg := range map[string]string{
+		`SELECT count(*) FROM contacts WHERE workspace_id = $1`:               ws,
+		`SELECT count(*) FROM contact_activity WHERE workspace_id = $1`:       ws,
+		`SELECT count(*) FROM contact_buckets WHERE workspace_id = $1`:        ws,
+		`SELECT count(*) FROM transactional_messages WHERE workspace_id = $1`: ws,
+		`SELECT count(*) FROM transactional_payloads WHERE message_id = $1`:   msg,
+	} {
+		if n := count(q, arg); n != 0 {
+			t.Errorf("after deleting the workspace, %s: %d rows left", q, n)
+		}
+	}
+}
