@@ -138,8 +138,8 @@ func seedEventContacts(ctx context.Context, s *harness.System) error {
 	if err := store.RebuildCounters(ctx, ws); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	if _, err := pool.Exec(ctx, "VACUUM ANALYZE contacts"); err != nil {
-		return fmt.Errorf("seed: vacuum contacts: %w", err)
+	if err := settleSeed(ctx, pool, "contacts"); err != nil {
+		return err
 	}
 	log.Printf("events: seeded %d contacts in %s", n, time.Since(start).Round(time.Second))
 	return nil

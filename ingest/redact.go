@@ -325,6 +325,24 @@ func skipValue(b []byte, i int) int {
 	}
 }
 
+// redactCapped is capBody(RedactBody(body), n) without redacting what the
+// cap drops. When a JSON body is longer than n and its first n+1 bytes name
+// no sensitive key, redaction could only change bytes after them (a value
+// is replaced after its key and colon), so the redacted body starts with
+// the same n+1 bytes and the cut is taken from body itself: a 20 KB page of
+// contacts is scanned for 8 KB instead of whole. An invalid JSON body that
+// names a secret only past the cap is then stored cut rather than replaced
+// whole; either way no secret is stored.
+func redactCapped(body []byte, n int) (string, bool) {
+	if n > 0 && len(body) > n {
+		t := bytes.TrimLeft(body, " \t\r\n")
+		if len(t) > 0 && (t[0] == '{' || t[0] == '[') && !mentionsSensitive(body[:n+1]) {
+			return capBody(body, n)
+		}
+	}
+	return capBody(RedactBody(body), n)
+}
+
 // capBody cuts b to at most n bytes on a UTF-8 boundary and reports whether
 // it cut.
 func capBody(b []byte, n int) (string, bool) {

@@ -75,3 +75,25 @@ func BenchmarkRedactFastPath(b *testing.B) {
 		RedactBody(body)
 	}
 }
+
+// TestRedactCappedMatchesRedactThenCap cuts JSON bodies with secrets, an
+// attachment and multi-byte text at every length: skipping the redaction of
+// what the cap drops must store exactly what redacting the whole body and
+// then cutting it stores.
+func TestRedactCappedMatchesRedactThenCap(t *testing.T) {
+	bodies := []string{
+		`{"items":[{"email":"a@b.c","name":"Zoë"},{"email":"d@e.f"}],"password":"hunter2","note":"après"}`,
+		`{"a":"xxxxxxxxxxxxxxxx","apiKey" : "k-123","attachments":[{"name":"a.pdf","content":"QUJD"}],"z":1}`,
+		`[{"token":"t"},{"kind":"api_key","Secret":{"nested":"value"}},"passwor"]`,
+		`  {"list":["` + strings.Repeat("é", 40) + `"],"credential":"c"}`,
+	}
+	for _, body := range bodies {
+		for n := 1; n <= len(body)+1; n++ {
+			want, wantCut := capBody(RedactBody([]byte(body)), n)
+			got, gotCut := redactCapped([]byte(body), n)
+			if got != want || gotCut != wantCut {
+				t.Fatalf("cap %d of %s:\n got %q, %v\nwant %q, %v", n, body, got, gotCut, want, wantCut)
+			}
+		}
+	}
+}

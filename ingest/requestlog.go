@@ -137,8 +137,8 @@ func (s *Server) publish(ctx context.Context, msgs []Message, logEnv *schemas.En
 // logEnvelope builds the request-log record of a call: bodies redacted,
 // then capped at Config.RequestLogBodyCap each.
 func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, status int, respBody []byte, produced schemas.Produced, start time.Time) schemas.Envelope {
-	reqText, t1 := capBody(RedactBody(rc.PostBody()), s.cfg.RequestLogBodyCap)
-	respText, t2 := capBody(RedactBody(respBody), s.cfg.RequestLogBodyCap)
+	reqText, t1 := redactCapped(rc.PostBody(), s.cfg.RequestLogBodyCap)
+	respText, t2 := redactCapped(respBody, s.cfg.RequestLogBodyCap)
 	at := start.UTC()
 	rl := schemas.RequestLog{
 		At:           at,
