@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,12 +48,16 @@ func runBroker(args []string) error {
 	partitions := fs.Int("partitions", 4, "partitions of auto-created topics")
 	logLevel := fs.String("log-level", "warn", "kfake log level: none, error, warn, info, debug")
 	procs := fs.Int("procs", envInt("SENDSTREAM_BROKER_PROCS", 1), "GOMAXPROCS of the broker (default $SENDSTREAM_BROKER_PROCS or 1: kfake handles requests on one goroutine, and more threads only spin)")
+	gcPercent := fs.Int("gc-percent", envInt("SENDSTREAM_BROKER_GC_PERCENT", 400), "Go GC target of the broker, as GOGC (default $SENDSTREAM_BROKER_GC_PERCENT or 400: kfake keeps the log in memory, and at 100 re-marking it took a third of the broker's CPU)")
 	fsync := fs.Bool("fsync", os.Getenv("SENDSTREAM_BROKER_FSYNC") == "1", "fsync every produced batch before acknowledging it (default $SENDSTREAM_BROKER_FSYNC=1)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *procs >= 1 {
 		runtime.GOMAXPROCS(*procs)
+	}
+	if *gcPercent >= 10 {
+		debug.SetGCPercent(*gcPercent)
 	}
 	if *partitions < 1 {
 		return fmt.Errorf("broker: --partitions must be at least 1, got %d", *partitions)
