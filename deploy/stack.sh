@@ -146,6 +146,33 @@ pg_datadir() {
 	echo "$alt"
 }
 
+# pg_settings prints the local stack's postgresql.conf settings. Full-page
+# images are most of the WAL of the random-access updates (contact activity,
+# counters): lz4 compression and a 15-minute checkpoint interval cut the WAL
+# each commit waits for.
+pg_settings() {
+	cat <<-EOF
+		# --- sendstream local stack (rewritten by deploy/stack.sh at every start) ---
+		listen_addresses = '127.0.0.1'
+		unix_socket_directories = ''
+		max_connections = 200
+		shared_buffers = 256MB
+		effective_cache_size = 1GB
+		work_mem = 8MB
+		maintenance_work_mem = 128MB
+		fsync = on
+		synchronous_commit = on
+		wal_buffers = 16MB
+		wal_compression = lz4
+		max_wal_size = 2GB
+		checkpoint_timeout = 15min
+		checkpoint_completion_target = 0.9
+		logging_collector = off
+		log_min_messages = warning
+		timezone = 'UTC'
+	EOF
+}
+
 pg_up() {
 	local dir port
 	dir=$(pg_datadir)
@@ -157,34 +184,20 @@ pg_up() {
 		pg_user_cmd "$PGBIN/initdb" -D "$dir" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$DATA/pg-initdb.log" 2>&1 ||
 			pg_user_cmd "$PGBIN/initdb" -D "$dir" -U postgres --auth=trust -E UTF8 --locale=C >"$DATA/pg-initdb.log" 2>&1 ||
 			die "initdb failed: see $DATA/pg-initdb.log"
-		cat >>"$dir/postgresql.conf" <<-EOF
-
-			# --- sendstream local stack ---
-			listen_addresses = '127.0.0.1'
-			unix_socket_directories = ''
-			max_connections = 200
-			shared_buffers = 256MB
-			effective_cache_size = 1GB
-			work_mem = 8MB
-			maintenance_work_mem = 128MB
-			fsync = on
-			synchronous_commit = on
-			wal_buffers = 16MB
-			max_wal_size = 2GB
-			checkpoint_completion_target = 0.9
-			logging_collector = off
-			log_min_messages = warning
-			timezone = 'UTC'
-		EOF
 		cat >"$dir/pg_hba.conf" <<-EOF
 			host all all 127.0.0.1/32 trust
 		EOF
 	fi
-	# The port lives in its own include so a changed port is a one-line edit.
+	# The port and the settings live in includes rewritten at every start, so
+	# a data directory made by an older checkout gets today's settings too.
 	echo "port = $port" >"$dir/port.conf"
-	grep -q "^include_if_exists = 'port.conf'" "$dir/postgresql.conf" ||
-		echo "include_if_exists = 'port.conf'" >>"$dir/postgresql.conf"
-	[[ $(id -u) -ne 0 ]] || chown postgres: "$dir/port.conf"
+	pg_settings >"$dir/sendstream.conf"
+	local inc
+	for inc in sendstream.conf port.conf; do
+		grep -q "^include_if_exists = '$inc'" "$dir/postgresql.conf" ||
+			echo "include_if_exists = '$inc'" >>"$dir/postgresql.conf"
+		[[ $(id -u) -ne 0 ]] || chown postgres: "$dir/$inc"
+	done
 
 	if ! pg_user_cmd "$PGBIN/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
 		if port_open "$port"; then
@@ -192,6 +205,8 @@ pg_up() {
 		fi
 		pg_user_cmd "$PGBIN/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 start >/dev/null 9>&- ||
 			die "postgres did not start: see $dir/server.log"
+	else
+		pg_user_cmd "$PGBIN/pg_ctl" -D "$dir" reload >/dev/null # settings rewritten above
 	fi
 	wait_for postgres 60 "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$port" || die "postgres not ready on $port"
 	if [[ $("$PGBIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc \

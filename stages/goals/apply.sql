@@ -20,18 +20,24 @@ fresh AS (
     ON CONFLICT (event_id) DO NOTHING
     RETURNING event_id
 ),
+flagged AS (
+    -- Whether each event is new to the ledger, as a hashed IN: a join with
+    -- fresh was planned as a nested loop (unnest is estimated at 10 rows),
+    -- n² comparisons that took 10 s for a 6,000-event flush.
+    SELECT e.*, e.event_id IN (SELECT event_id FROM fresh) AS is_fresh
+      FROM ev e
+     WHERE EXISTS (SELECT 1 FROM contacts c WHERE c.id = e.contact_id AND c.workspace_id = e.ws)
+),
 per_contact AS (
     SELECT e.contact_id,
            min(e.ws) AS ws,
            max(e.occurred_at) AS last_at,
-           count(f.event_id) AS goals,
-           coalesce(sum(e.value) FILTER (WHERE f.event_id IS NOT NULL), 0) AS ltv,
-           count(*) FILTER (WHERE f.event_id IS NOT NULL AND e.goal_type = 'purchase' AND e.value > 0) AS purchases,
-           count(*) FILTER (WHERE f.event_id IS NOT NULL AND e.value < 0) AS refunds,
-           max(e.occurred_at) FILTER (WHERE f.event_id IS NOT NULL AND e.goal_type = 'purchase' AND e.value > 0) AS last_purchase
-      FROM ev e
-      LEFT JOIN fresh f ON f.event_id = e.event_id
-     WHERE EXISTS (SELECT 1 FROM contacts c WHERE c.id = e.contact_id AND c.workspace_id = e.ws)
+           count(*) FILTER (WHERE e.is_fresh) AS goals,
+           coalesce(sum(e.value) FILTER (WHERE e.is_fresh), 0) AS ltv,
+           count(*) FILTER (WHERE e.is_fresh AND e.goal_type = 'purchase' AND e.value > 0) AS purchases,
+           count(*) FILTER (WHERE e.is_fresh AND e.value < 0) AS refunds,
+           max(e.occurred_at) FILTER (WHERE e.is_fresh AND e.goal_type = 'purchase' AND e.value > 0) AS last_purchase
+      FROM flagged e
      GROUP BY e.contact_id
 )
 INSERT INTO contact_activity AS a (contact_id, workspace_id, last_activity_at, goals, lifetime_value,
