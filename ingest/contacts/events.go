@@ -32,7 +32,7 @@ func (e *events) add(id, typ, contactID string, at time.Time, payload any) {
 	}
 	e.out = append(e.out, ingest.Message{Topic: schemas.TopicContacts, Env: schemas.Envelope{
 		ID: id, Workspace: e.ws, Type: typ, Key: e.ws + ":" + contactID, OccurredAt: at,
-		CausationID: e.requestID, Payload: b,
+		CausationID: e.requestID, Payload: b, PayloadCompact: true, // json.Marshal output
 	}})
 }
 

@@ -583,13 +583,15 @@ func (s *service) envelope(p *prepared, id string, at time.Time) (schemas.SendPa
 	if len(b) > spillThreshold {
 		return pl, s.spilledEnvelope(p.ws, id, at), b, nil
 	}
+	// json.Marshal writes compact JSON with <, > and & escaped: nothing for
+	// AppendEnvelope to check or clean in a payload of HTML.
 	return pl, schemas.Envelope{ID: id, Workspace: p.ws, Type: schemas.TypeTransactionalSend, Key: p.ws + ":" + id,
-		OccurredAt: at, Payload: b}, nil, nil
+		OccurredAt: at, Payload: b, PayloadCompact: true}, nil, nil
 }
 
 func (s *service) spilledEnvelope(ws, id string, at time.Time) schemas.Envelope {
 	b, _ := json.Marshal(schemas.SendPayload{MessageID: id, Spilled: true, AcceptedAt: at})
-	return schemas.Envelope{ID: id, Workspace: ws, Type: schemas.TypeTransactionalSend, Key: ws + ":" + id, OccurredAt: at, Payload: b}
+	return schemas.Envelope{ID: id, Workspace: ws, Type: schemas.TypeTransactionalSend, Key: ws + ":" + id, OccurredAt: at, Payload: b, PayloadCompact: true}
 }
 
 // contactEvents announces what an upsert did, with the ids and keys the

@@ -11,7 +11,6 @@
 package messagelog
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/buger/jsonparser"
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
@@ -87,41 +87,50 @@ type sendFields struct {
 	} `json:"policy"`
 }
 
+// errSendFieldsRead stops the member scan of decodeSendFields.
+var errSendFieldsRead = errors.New("send fields read")
+
 // decodeSendFields reads the fields the log needs from a send payload and
 // stops at the first Liquid source ("subject"): schemas.SendPayload puts
 // the small fields first, so the bodies and attachments are never scanned.
 func decodeSendFields(payload []byte) (sendFields, error) {
 	var p sendFields
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return p, fmt.Errorf("send payload is not an object")
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return p, err
-		}
-		key, _ := t.(string)
-		switch key {
+	err := jsonparser.ObjectEach(payload, func(k, v []byte, t jsonparser.ValueType, _ int) error {
+		switch string(k) {
 		case "to":
-			err = dec.Decode(&p.To)
+			return sendString(&p.To, "to", v, t)
 		case "externalId":
-			err = dec.Decode(&p.ExternalID)
+			return sendString(&p.ExternalID, "externalId", v, t)
 		case "templateId":
-			err = dec.Decode(&p.TemplateID)
+			return sendString(&p.TemplateID, "templateId", v, t)
 		case "policy":
-			err = dec.Decode(&p.Policy)
+			if t != jsonparser.Object {
+				return errors.New("policy is not an object")
+			}
+			return json.Unmarshal(v, &p.Policy)
 		case "subject", "preheader", "html", "text", "data", "contact", "attachments":
-			return p, nil
-		default:
-			var skip json.RawMessage
-			err = dec.Decode(&skip)
+			return errSendFieldsRead
 		}
-		if err != nil {
-			return p, err
-		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errSendFieldsRead) {
+		return p, fmt.Errorf("send payload: %w", err)
 	}
 	return p, nil
+}
+
+// sendString unescapes the string member name of a send payload into dst
+// (null leaves it empty).
+func sendString(dst *string, name string, v []byte, t jsonparser.ValueType) error {
+	switch t {
+	case jsonparser.Null:
+		return nil
+	case jsonparser.String:
+		s, err := jsonparser.ParseString(v)
+		*dst = s
+		return err
+	}
+	return fmt.Errorf("%s is not a string", name)
 }
 
 // Decode turns an envelope into its row; ok false for envelope types that

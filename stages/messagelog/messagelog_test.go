@@ -29,3 +29,29 @@ func TestDecode(t *testing.T) {
 		t.Error("malformed payload accepted")
 	}
 }
+
+func TestDecodeSendFieldsStopsAtBodies(t *testing.T) {
+	// Fields after the first Liquid source are not read, so a payload
+	// whose tail is cut still decodes; an escaped recipient is unescaped.
+	p, err := decodeSendFields([]byte(`{"messageId":"m","to":"a\u0040b.test","externalId":null,"policy":{"id":"p","provider":"smtp"},"templateId":"t","subject":"s","html":"<p>cut`))
+	if err != nil || p.To != "a@b.test" || p.ExternalID != "" || p.Policy.ID != "p" || p.Policy.Provider != "smtp" || p.TemplateID != "t" {
+		t.Fatalf("decodeSendFields = %+v, %v", p, err)
+	}
+	for _, bad := range []string{`{"to":1}`, `{"policy":"p"}`, `{"to":"a@b.test",`, `"x"`} {
+		if _, err := decodeSendFields([]byte(bad)); err == nil {
+			t.Errorf("decodeSendFields(%s): want an error", bad)
+		}
+	}
+}
+
+func BenchmarkDecodeSend(b *testing.B) {
+	send, _ := json.Marshal(schemas.SendPayload{MessageID: "m1", RFCMessageID: "m1@x", ExternalID: "e1", To: "a@b.test",
+		Policy: schemas.PolicyRef{ID: "p1", Provider: "smtp"}, TemplateID: "t1", Subject: "s", HTML: strings.Repeat("<p>x</p>", 300)})
+	env := schemas.Envelope{ID: "m1", Workspace: "w", Type: schemas.TypeTransactionalSend, OccurredAt: time.Now(), Payload: send}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := Decode(env, time.Time{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
