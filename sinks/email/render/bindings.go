@@ -1,8 +1,14 @@
 package render
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/buger/jsonparser"
 )
 
 // Reserved top-level names. A data key with one of these names is reachable
@@ -102,47 +108,85 @@ func (b Bindings) Unresolved(vars []string) []string {
 // integral and in range (so 12345678901 renders as written) and float64
 // otherwise. It returns the decoded object and its nesting depth (an empty
 // object has depth 1). Null or absent data gives a nil map and depth 0.
+// It walks the object with jsonparser, several times faster than
+// encoding/json into interfaces, and expects JSON already checked (the
+// request body, or a payload this module wrote).
 func DecodeData(raw []byte) (map[string]any, int, error) {
+	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, 0, nil
 	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, 0, err
+	if raw[0] != '{' {
+		return nil, 0, errors.New("data is not a JSON object")
 	}
-	depth := normalize(m)
+	m, depth, err := decodeObject(raw)
+	if err != nil {
+		return nil, 0, fmt.Errorf("decode data: %w", err)
+	}
 	return m, depth, nil
 }
 
-// normalize converts json.Number values in place and returns the depth.
-func normalize(v any) int {
-	switch x := v.(type) {
-	case map[string]any:
-		d := 0
-		for k, e := range x {
-			if n, ok := e.(json.Number); ok {
-				x[k] = number(n)
-				continue
+// decodeObject decodes one JSON object and returns its depth.
+func decodeObject(raw []byte) (map[string]any, int, error) {
+	m := map[string]any{}
+	depth := 0
+	err := jsonparser.ObjectEach(raw, func(k, v []byte, t jsonparser.ValueType, _ int) error {
+		key := string(k)
+		if bytes.IndexByte(k, '\\') >= 0 {
+			s, err := jsonparser.ParseString(k)
+			if err != nil {
+				return err
 			}
-			d = max(d, normalize(e))
+			key = s
 		}
-		return d + 1
-	case []any:
-		d := 0
-		for i, e := range x {
-			if n, ok := e.(json.Number); ok {
-				x[i] = number(n)
-				continue
-			}
-			d = max(d, normalize(e))
-		}
-		return d + 1
-	}
-	return 0
+		val, d, err := decodeValue(v, t)
+		m[key], depth = val, max(depth, d)
+		return err
+	})
+	return m, depth + 1, err
 }
 
+// decodeValue decodes one JSON value of type t (strings still quoted off
+// and escaped, as jsonparser hands them) and returns its depth.
+func decodeValue(v []byte, t jsonparser.ValueType) (any, int, error) {
+	switch t {
+	case jsonparser.String:
+		s, err := jsonparser.ParseString(v)
+		return s, 0, err
+	case jsonparser.Number:
+		return number(json.Number(v)), 0, nil
+	case jsonparser.Boolean:
+		b, err := jsonparser.ParseBoolean(v)
+		return b, 0, err
+	case jsonparser.Null:
+		return nil, 0, nil
+	case jsonparser.Object:
+		return decodeObjectValue(v)
+	case jsonparser.Array:
+		out := []any{}
+		depth := 0
+		var inner error
+		_, err := jsonparser.ArrayEach(v, func(e []byte, et jsonparser.ValueType, _ int, err error) {
+			if err != nil || inner != nil {
+				inner = cmp.Or(inner, err)
+				return
+			}
+			val, d, err := decodeValue(e, et)
+			out, depth, inner = append(out, val), max(depth, d), err
+		})
+		return out, depth + 1, cmp.Or(err, inner)
+	}
+	return nil, 0, fmt.Errorf("unexpected JSON value %.20q", v)
+}
+
+// decodeObjectValue is decodeObject with an any result.
+func decodeObjectValue(v []byte) (any, int, error) {
+	m, d, err := decodeObject(v)
+	return m, d, err
+}
+
+// number converts a JSON number to int64 when integral and in range, else
+// float64 (its text when neither parses).
 func number(n json.Number) any {
 	if i, err := n.Int64(); err == nil {
 		return i

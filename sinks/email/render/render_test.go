@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -219,6 +220,84 @@ func TestTextFromHTML(t *testing.T) {
 	for _, c := range cases {
 		if got := TextFromHTML(c.in); got != c.want {
 			t.Errorf("TextFromHTML(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestDecodeDataMatchesEncodingJSON compares DecodeData with encoding/json
+// (numbers as int64 when integral) on escapes, nesting, duplicates and
+// every JSON type.
+func TestDecodeDataMatchesEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`{}`,
+		` {"a":1} `,
+		`{"a\"b":"x\u00e9\n\\","n":-12345678901,"f":1.5e3,"big":123456789012345678901234,"t":true,"f2":false,"z":null}`,
+		`{"l":[[],[1,[2,{"k":[]}]],{"x":{}}],"d":1,"d":2}`,
+		`{"html":"<p>\u003c&amp;</p>","u":"\ud83d\ude00"}`,
+	} {
+		got, depth, err := DecodeData([]byte(in))
+		if err != nil {
+			t.Fatalf("DecodeData(%s): %v", in, err)
+		}
+		var want map[string]any
+		dec := json.NewDecoder(strings.NewReader(in))
+		dec.UseNumber()
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, convertNumbers(want)) {
+			t.Errorf("DecodeData(%s)\n got %#v\nwant %#v", in, got, want)
+		}
+		if d := jsonDepth(want); depth != d {
+			t.Errorf("DecodeData(%s) depth %d, want %d", in, depth, d)
+		}
+	}
+	for _, bad := range []string{`[1]`, `"s"`, `{"a":}`, `{"a":1`} {
+		if _, _, err := DecodeData([]byte(bad)); err == nil {
+			t.Errorf("DecodeData(%s): want an error", bad)
+		}
+	}
+}
+
+func convertNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = convertNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = convertNumbers(e)
+		}
+	case json.Number:
+		return number(x)
+	}
+	return v
+}
+
+func jsonDepth(v any) int {
+	d := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			d = max(d, jsonDepth(e))
+		}
+		return d + 1
+	case []any:
+		for _, e := range x {
+			d = max(d, jsonDepth(e))
+		}
+		return d + 1
+	}
+	return 0
+}
+
+func BenchmarkDecodeData(b *testing.B) {
+	raw := []byte(`{"name":"Ada","order":{"number":"100001","date":"2025-01-02","currency":"EUR","total":"86.50","items":[{"name":"Green tea","quantity":2,"price":"12.50"},{"name":"Teapot <blue>","quantity":1,"price":"49.00"}]},"address":{"line1":"12 Example Street","city":"Berlin","zip":"10115"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := DecodeData(raw); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
