@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"sendstream/schemas"
 )
 
 // secretWords are the substrings (lower case) that make an object key a
@@ -30,7 +32,7 @@ func RedactBody(body []byte) []byte {
 	if len(body) == 0 || !mentionsSensitive(body) {
 		return body
 	}
-	if !json.Valid(body) {
+	if !schemas.ValidJSON(body) {
 		return []byte(redactedNonObj)
 	}
 	r := redactor{in: body, out: make([]byte, 0, len(body))}

@@ -481,7 +481,7 @@ func checkJSON(ct, body []byte, cors bool) (Result, bool) {
 	if !okType {
 		return Fail(415, "unsupported_media_type", "Content-Type must be application/json, not "+string(ct)), false
 	}
-	if !json.Valid(body) {
+	if !schemas.ValidJSON(body) {
 		return Fail(400, "invalid_json", "Request body is not valid JSON: "+jsonSyntaxError(body)), false
 	}
 	return Result{}, true

@@ -81,6 +81,23 @@ func compactClean(p []byte) bool {
 	return ok && end == len(p) && !v.space && !v.escape
 }
 
+// ValidJSON reports whether b is one JSON value, surrounded by whitespace
+// at most: json.Valid's answer, with the validator's table-driven string
+// scan (2-3x faster on bodies of HTML). Nesting deeper than the validator's
+// bound is left to json.Valid.
+func ValidJSON(b []byte) bool {
+	var v validator
+	i := v.skipSpace(b, 0)
+	end, ok := v.value(b, i)
+	if !ok {
+		if v.depth > maxDepth {
+			return json.Valid(b)
+		}
+		return false
+	}
+	return v.skipSpace(b, end) == len(b)
+}
+
 // DecodeEnvelope decodes data into env with the result and errors of
 // json.Unmarshal(data, env): fields absent from data keep env's values,
 // unknown fields are ignored. Unlike json.Unmarshal, env.Payload shares

@@ -331,3 +331,42 @@ func BenchmarkDecodeEnvelope(b *testing.B) {
 		}
 	})
 }
+
+// FuzzValidJSON: ValidJSON answers exactly as json.Valid, deep nesting
+// included. Its seeds run as a test.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"a":[1,2.5e-3,"x",true,false,null,{}]}`, ` [ ] `, "\t\"\\u12ab\\n\"\r\n", `{"a":1}x`, `{"a":1} {}`,
+		`01`, `-`, `1.`, `1e`, `"\x"`, "\"\x01\"", `{"a" 1}`, `{,}`, `[1,]`, `nul`, ``, ` `,
+		`"<p class=\"x\">&amp;</p>"`, "\"\xff\"", "\"\u2028\"",
+		strings.Repeat("[", 600) + strings.Repeat("]", 600),
+		strings.Repeat("[", 600) + strings.Repeat("]", 599),
+		strings.Repeat(`{"a":`, 513) + "1" + strings.Repeat("}", 513),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if got, want := ValidJSON(p), json.Valid(p); got != want {
+			t.Fatalf("ValidJSON(%q) = %v, json.Valid says %v", p, got, want)
+		}
+	})
+}
+
+func BenchmarkValidJSON(b *testing.B) {
+	body, _ := json.Marshal(map[string]any{"to": "u1@bench.example.com", "subject": "Your order",
+		"htmlContent": strings.Repeat(`<p style="font-size:16px;color:#51545e;">Thanks {{ name }} for order {{ order.number }}.</p>`, 22),
+		"data": map[string]any{"name": "Ada", "items": []any{1, 2.5, "x", true, nil}}})
+	for _, impl := range []struct {
+		name  string
+		valid func([]byte) bool
+	}{{"ValidJSON", ValidJSON}, {"encoding-json", json.Valid}} {
+		b.Run(impl.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if !impl.valid(body) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
+}
