@@ -355,7 +355,7 @@ func FuzzValidJSON(f *testing.F) {
 func BenchmarkValidJSON(b *testing.B) {
 	body, _ := json.Marshal(map[string]any{"to": "u1@bench.example.com", "subject": "Your order",
 		"htmlContent": strings.Repeat(`<p style="font-size:16px;color:#51545e;">Thanks {{ name }} for order {{ order.number }}.</p>`, 22),
-		"data": map[string]any{"name": "Ada", "items": []any{1, 2.5, "x", true, nil}}})
+		"data":        map[string]any{"name": "Ada", "items": []any{1, 2.5, "x", true, nil}}})
 	for _, impl := range []struct {
 		name  string
 		valid func([]byte) bool
