@@ -370,3 +370,34 @@ func BenchmarkValidJSON(b *testing.B) {
 		})
 	}
 }
+
+// FuzzJSONMembers: JSONMembers and JSONString answer as json.Unmarshal
+// into map[string]json.RawMessage and string. Its seeds run as a test.
+func FuzzJSONMembers(f *testing.F) {
+	for _, s := range []string{
+		`{"email":"a@b.c","firstName":"Ada","customFields":{"plan":"pro","n":[1, 2]}}`,
+		` { "a" : 1 , "a" : [ ] , "b\u0041" : "x\"y" , "c":null } `, `{}`, `[]`, `"s"`, `{"a":1`, `{"a":1}}`,
+		`{"é":"\u00e9ü","tab":"a\tb"}`, "{\"bad\":\"\xff\"}", `{"a":{"b":{"c":[{"d":"}"}]}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := JSONMembers(b)
+		var want map[string]json.RawMessage
+		err := json.Unmarshal(b, &want)
+		if wantOK := err == nil && want != nil; ok != wantOK {
+			t.Fatalf("JSONMembers(%q) ok %v, json.Unmarshal err %v", b, ok, err)
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("JSONMembers(%q)\n got %q\nwant %q", b, got, want)
+		}
+		for _, v := range want {
+			var ws string
+			werr := json.Unmarshal(v, &ws)
+			gs, gok := JSONString(v)
+			if gok != (werr == nil) || gs != ws {
+				t.Fatalf("JSONString(%q) = %q, %v; json.Unmarshal %q, %v", v, gs, gok, ws, werr)
+			}
+		}
+	})
+}

@@ -1,5 +1,11 @@
 package schemas
 
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
 // SkipJSONString returns the index after the JSON string starting at
 // b[i] == '"', or, with ok false, the index where the input ended inside
 // it. Escapes are stepped over, not checked.
@@ -55,4 +61,67 @@ func SkipJSONValue(b []byte, i int) (end int, ok bool) {
 		}
 		return i, i > start
 	}
+}
+
+// JSONMembers returns the members of the JSON object b as json.Unmarshal
+// into a map[string]json.RawMessage gives them (keys unescaped, the last of
+// duplicated keys wins, values copied out of b), or ok false when b is not
+// one valid JSON object. It walks the object once after ValidJSON instead
+// of running encoding/json's reflection.
+func JSONMembers(b []byte) (m map[string]json.RawMessage, ok bool) {
+	if !ValidJSON(b) {
+		return nil, false
+	}
+	b = bytes.Clone(bytes.TrimSpace(b)) // values share this one copy
+	if len(b) == 0 || b[0] != '{' {
+		return nil, false
+	}
+	m = make(map[string]json.RawMessage, 8)
+	i := skipWS(b, 1)
+	for i < len(b) && b[i] == '"' {
+		kEnd, _ := SkipJSONString(b, i)
+		key, ok := JSONString(b[i:kEnd])
+		if !ok {
+			return nil, false
+		}
+		i = skipWS(b, kEnd)
+		i = skipWS(b, i+1) // past ':'
+		vEnd, _ := SkipJSONValue(b, i)
+		m[key] = json.RawMessage(b[i:vEnd:vEnd])
+		i = skipWS(b, vEnd)
+		if i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+		}
+	}
+	return m, true
+}
+
+// JSONString decodes the JSON string literal raw (quotes included) as
+// json.Unmarshal into a string does; ok false when raw is not a string.
+// Strings without escapes or non-ASCII bytes take a copy-only path.
+func JSONString(raw []byte) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		plainASCII := true
+		for _, c := range raw[1 : n-1] {
+			if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
+				plainASCII = false
+				break
+			}
+		}
+		if plainASCII {
+			return string(raw[1 : n-1]), true
+		}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
 }

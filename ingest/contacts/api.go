@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"sendstream/ingest"
 	"sendstream/schemas"
@@ -73,8 +74,8 @@ func object(body []byte) (map[string]json.RawMessage, *ingest.Result) {
 		r := ingest.Fail(400, codeValidation, "Request body is empty; send a JSON object")
 		return nil, &r
 	}
-	var m map[string]json.RawMessage
-	if body[0] != '{' || json.Unmarshal(body, &m) != nil {
+	m, ok := schemas.JSONMembers(body)
+	if !ok {
 		r := ingest.Fail(400, codeValidation, "Request body must be a JSON object")
 		return nil, &r
 	}
@@ -108,12 +109,12 @@ func optString(m map[string]json.RawMessage, name string, max int, errs *fieldEr
 	if !ok || isNull(raw) {
 		return nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	s, ok := schemas.JSONString(raw)
+	if !ok {
 		errs.add(name, "must be a string")
 		return nil
 	}
-	if len([]rune(s)) > max {
+	if utf8.RuneCountInString(s) > max {
 		errs.add(name, "must have at most "+strconv.Itoa(max)+" characters")
 		return nil
 	}
@@ -141,8 +142,8 @@ func email(m map[string]json.RawMessage, name string, errs *fieldErrs) string {
 		errs.add(name, "is required")
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	s, ok := schemas.JSONString(raw)
+	if !ok {
 		errs.add(name, "must be a string")
 		return ""
 	}
@@ -166,8 +167,8 @@ func (a *api) profile(c *ingest.Call, m map[string]json.RawMessage, errs *fieldE
 	meta = optObject(m, "metadata", errs)
 	custom := optObject(m, "customFields", errs)
 	if custom != nil {
-		var raw map[string]json.RawMessage
-		if json.Unmarshal(custom, &raw) != nil {
+		raw, ok := schemas.JSONMembers(custom)
+		if !ok {
 			errs.add("customFields", "must be an object")
 			return f, source, meta, nil
 		}

@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"sendstream/schemas"
 )
 
 // Custom field types.
@@ -67,8 +70,8 @@ func checkFieldValue(typ string, raw json.RawMessage) (any, bool) {
 	}
 	switch typ {
 	case FieldString:
-		var s string
-		if json.Unmarshal(raw, &s) != nil || len([]rune(s)) > maxCustomString {
+		s, ok := schemas.JSONString(raw)
+		if !ok || utf8.RuneCountInString(s) > maxCustomString {
 			return nil, false
 		}
 		return s, true
