@@ -3,6 +3,7 @@ package requestlog
 import (
 	"encoding/json"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"sendstream/schemas"
@@ -246,10 +247,20 @@ func (l *lexer) object(field func(key []byte) bool) bool {
 	}
 }
 
+// scratchPool holds the lexers' unescaping buffers: decoded strings are
+// copied out of them, and a fresh buffer per payload grew by doubling on
+// every escaped body.
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 // fastPayload decodes the compact shape into p; false means "use
 // encoding/json" (p may be partly written).
 func fastPayload(data []byte, p *schemas.RequestLog) bool {
-	l := lexer{data: data}
+	bp := scratchPool.Get().(*[]byte)
+	l := lexer{data: data, buf: (*bp)[:0]}
+	defer func() {
+		*bp = l.buf[:0]
+		scratchPool.Put(bp)
+	}()
 	var ok bool
 	top := func(k []byte) bool {
 		switch string(k) {
