@@ -29,26 +29,19 @@ CREATE OR REPLACE TRIGGER workspaces_deleted
     BEFORE DELETE ON workspaces
     FOR EACH ROW EXECUTE FUNCTION workspaces_deleted();
 
--- A deleted contact takes its activity with it.
-CREATE OR REPLACE FUNCTION contacts_cascade() RETURNS trigger
+-- A deleted contact takes its activity with it, a deleted message its
+-- stored payload: delete_children(child table, its parent-id column)
+-- deletes the children of a statement's deleted rows in one statement.
+CREATE OR REPLACE FUNCTION delete_children() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM contact_activity a USING old_rows o WHERE a.contact_id = o.id;
+    EXECUTE format('DELETE FROM %I c USING old_rows o WHERE c.%I = o.id', TG_ARGV[0], TG_ARGV[1]);
     RETURN NULL;
 END
 $$;
 CREATE OR REPLACE TRIGGER contacts_cascade
     AFTER DELETE ON contacts REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION contacts_cascade();
-
--- A deleted message takes its stored payload with it.
-CREATE OR REPLACE FUNCTION transactional_messages_deleted() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM transactional_payloads p USING old_rows o WHERE p.message_id = o.id;
-    RETURN NULL;
-END
-$$;
+    FOR EACH STATEMENT EXECUTE FUNCTION delete_children('contact_activity', 'contact_id');
 CREATE OR REPLACE TRIGGER transactional_messages_deleted
     AFTER DELETE ON transactional_messages REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION transactional_messages_deleted();
+    FOR EACH STATEMENT EXECUTE FUNCTION delete_children('transactional_payloads', 'message_id');
