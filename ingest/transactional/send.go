@@ -576,15 +576,15 @@ func (s *service) envelope(p *prepared, id string, at time.Time) (schemas.SendPa
 	if p.tpl != nil {
 		pl.TemplateID, pl.TemplateVersion = p.tpl.ID, p.tpl.Version
 	}
-	b, err := json.Marshal(pl)
+	b, err := schemas.AppendSendPayload(make([]byte, 0, 512+len(pl.HTML)+len(pl.Text)+len(pl.Data)), &pl)
 	if err != nil {
-		return pl, schemas.Envelope{}, nil, fmt.Errorf("encode send payload: %w", err)
+		return pl, schemas.Envelope{}, nil, err
 	}
 	if len(b) > spillThreshold {
 		return pl, s.spilledEnvelope(p.ws, id, at), b, nil
 	}
-	// json.Marshal writes compact JSON with <, > and & escaped: nothing for
-	// AppendEnvelope to check or clean in a payload of HTML.
+	// AppendSendPayload writes compact JSON with <, > and & escaped, as
+	// json.Marshal does: nothing for AppendEnvelope to check or clean.
 	return pl, schemas.Envelope{ID: id, Workspace: p.ws, Type: schemas.TypeTransactionalSend, Key: p.ws + ":" + id,
 		OccurredAt: at, Payload: b, PayloadCompact: true}, nil, nil
 }
