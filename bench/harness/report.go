@@ -66,10 +66,14 @@ type Sample struct {
 	// CPUUsPerOp is CPU µs per operation by process role: server, broker,
 	// generator (the load generator: this process), baseline (a work
 	// baseline's own process, everything included).
-	CPUUsPerOp        map[string]float64   `json:"cpuUsPerOp,omitempty"`
-	GeneratorUsPerReq float64              `json:"generatorCpuUsPerRequest,omitempty"`
-	Load              *load.Result         `json:"load,omitempty"`
-	Work              *baseline.WorkResult `json:"work,omitempty"`
+	CPUUsPerOp        map[string]float64 `json:"cpuUsPerOp,omitempty"`
+	GeneratorUsPerReq float64            `json:"generatorCpuUsPerRequest,omitempty"`
+	// StealPct is the share of the machine's CPU time taken by other
+	// guests during the run (proc.Meter.StealPercent); for a work baseline,
+	// over its whole child process, warm-up included.
+	StealPct float64              `json:"stealPct"`
+	Load     *load.Result         `json:"load,omitempty"`
+	Work     *baseline.WorkResult `json:"work,omitempty"`
 }
 
 // Medians summarises the accepted pairs.

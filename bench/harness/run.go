@@ -291,22 +291,23 @@ func (r *runner) pairs(ctx context.Context) error {
 	p.Tolerance = r.o.tolerance()
 	for !p.Done() {
 		attempt := len(p.Pairs) + 1
-		slowest := math.Inf(1)
+		slowest, steal := math.Inf(1), 0.0
 		for _, bs := range r.bases {
 			run, err := r.measure(ctx, attempt, "baseline", bs)
 			if err != nil {
 				return err
 			}
-			slowest = math.Min(slowest, run.OpsPerSec)
+			slowest, steal = math.Min(slowest, run.OpsPerSec), math.Max(steal, run.StealPct)
 		}
 		run, err := r.measure(ctx, attempt, "system", r.sys)
 		if err != nil {
 			return err
 		}
+		steal = math.Max(steal, run.StealPct)
 		ok := p.Add(slowest, run.OpsPerSec)
 		last := p.Pairs[len(p.Pairs)-1]
-		r.logf("%s: pair %d: baseline %s, system %s, ratio %.3f%s", r.b.Name, attempt, si(slowest), si(run.OpsPerSec), last.Ratio,
-			map[bool]string{true: "", false: " (redo: " + last.Reason + ")"}[ok])
+		r.logf("%s: pair %d: baseline %s, system %s, ratio %.3f, steal ≤%.0f%%%s", r.b.Name, attempt, si(slowest), si(run.OpsPerSec), last.Ratio,
+			steal, map[bool]string{true: "", false: " (redo: " + last.Reason + ")"}[ok])
 	}
 	r.rep.Pairs = p.Pairs
 	r.rep.Stable = p.Stable()
@@ -334,12 +335,15 @@ func (r *runner) measure(ctx context.Context, attempt int, kind string, sd *side
 				broker, env.Brokers = p, addr
 			}
 		}
+		machine := &proc.Meter{} // steal over the child's whole run, warm-up included
+		machine.Start()
 		w, err := RunWorkBaseline(ctx, r.o.Self, sd.name, r.dir, env, r.o.ServerProcs, r.o.Warmup, r.o.Duration)
+		machine.End()
 		broker.Stop(5 * time.Second)
 		if err != nil {
 			return nil, err
 		}
-		run.Work, run.OpsPerSec = w, w.OpsPerSec
+		run.Work, run.OpsPerSec, run.StealPct = w, w.OpsPerSec, machine.StealPercent()
 		run.CPUUsPerOp = map[string]float64{"baseline": w.CPUUsPerOp}
 		r.rep.Runs = append(r.rep.Runs, *run)
 		return run, nil
@@ -351,7 +355,7 @@ func (r *runner) measure(ctx context.Context, attempt int, kind string, sd *side
 			return nil, fmt.Errorf("system run of %s: %w", sd.name, err)
 		}
 		run.OpsPerSec = ops / r.o.Duration.Seconds()
-		run.CPUUsPerOp = meter.PerOp(ops)
+		run.CPUUsPerOp, run.StealPct = meter.PerOp(ops), meter.StealPercent()
 		if s, ok := run.CPUUsPerOp["server"]; ok {
 			run.CPUUsPerOp["server+broker"] = round3(s + run.CPUUsPerOp["broker"])
 		}
@@ -364,7 +368,7 @@ func (r *runner) measure(ctx context.Context, attempt int, kind string, sd *side
 		return nil, fmt.Errorf("%s run of %s: %w", kind, sd.name, err)
 	}
 	run.Load, run.OpsPerSec = res, res.OpsPerSec
-	run.CPUUsPerOp = meter.PerOp(float64(res.OK) * float64(sd.req.Ops()))
+	run.CPUUsPerOp, run.StealPct = meter.PerOp(float64(res.OK)*float64(sd.req.Ops())), meter.StealPercent()
 	if g, ok := run.CPUUsPerOp["generator"]; ok {
 		run.GeneratorUsPerReq = round3(g * float64(sd.req.Ops()))
 	}

@@ -88,13 +88,61 @@ type Meter struct {
 	PIDs  map[string]int // role ("server", "broker", "generator") to pid; 0 = this process
 	start map[string]time.Duration
 	end   map[string]time.Duration
+
+	machineStart, machineEnd machineCPU
 }
 
 // Start records each process's CPU time now; unreadable ones are skipped.
-func (m *Meter) Start() { m.start = m.read() }
+func (m *Meter) Start() { m.start, m.machineStart = m.read(), readMachineCPU() }
 
 // End records each process's CPU time now.
-func (m *Meter) End() { m.end = m.read() }
+func (m *Meter) End() { m.end, m.machineEnd = m.read(), readMachineCPU() }
+
+// StealPercent is the share of the machine's CPU time between Start and
+// End that the hypervisor gave to other guests (/proc/stat "steal"): on a
+// shared VM, the part of a run's noise that no code change explains. 0
+// when /proc/stat could not be read.
+func (m *Meter) StealPercent() float64 {
+	total := m.machineEnd.total - m.machineStart.total
+	if total <= 0 || m.machineStart.total == 0 {
+		return 0
+	}
+	return round2(100 * float64(m.machineEnd.steal-m.machineStart.steal) / float64(total))
+}
+
+// machineCPU is the first line of /proc/stat: all CPUs' time in ticks.
+type machineCPU struct{ total, steal int64 }
+
+func readMachineCPU() machineCPU {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineCPU{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return parseMachineCPU(line)
+}
+
+// parseMachineCPU reads "cpu user nice system idle iowait irq softirq
+// steal ...": total is the sum of the first eight fields (guest time is
+// already inside user), steal the eighth.
+func parseMachineCPU(line string) machineCPU {
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return machineCPU{}
+	}
+	var c machineCPU
+	for i, s := range f[1:9] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return machineCPU{}
+		}
+		c.total += n
+		if i == 7 {
+			c.steal = n
+		}
+	}
+	return c
+}
 
 func (m *Meter) read() map[string]time.Duration {
 	out := make(map[string]time.Duration, len(m.PIDs))

@@ -66,3 +66,21 @@ func cpuTime(t *testing.T) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+func TestParseMachineCPU(t *testing.T) {
+	c := parseMachineCPU("cpu  100 2 30 500 4 0 6 58 0 0")
+	if c.total != 700 || c.steal != 58 {
+		t.Fatalf("parseMachineCPU = %+v, want total 700 steal 58", c)
+	}
+	for _, bad := range []string{"cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 3", "cpu 1 2 x 4 5 6 7 8"} {
+		if c := parseMachineCPU(bad); c != (machineCPU{}) {
+			t.Errorf("parseMachineCPU(%q) = %+v, want zero", bad, c)
+		}
+	}
+	m := Meter{PIDs: map[string]int{}}
+	m.Start()
+	m.End()
+	if s := m.StealPercent(); s < 0 || s > 100 {
+		t.Errorf("StealPercent = %v", s)
+	}
+}
