@@ -12,8 +12,12 @@ type Pair struct {
 	Baseline float64 `json:"baseline"`
 	System   float64 `json:"system"`
 	Ratio    float64 `json:"ratio"`
-	Rejected bool    `json:"rejected,omitempty"`
-	Reason   string  `json:"reason,omitempty"`
+	// Steal of the machine during each side (percent of its CPU time given
+	// to other guests; the largest over the baselines of the pair).
+	BaselineSteal float64 `json:"baselineSteal"`
+	SystemSteal   float64 `json:"systemSteal"`
+	Rejected      bool    `json:"rejected,omitempty"`
+	Reason        string  `json:"reason,omitempty"`
 }
 
 // Pairing decides which pairs count. A pair counts when its baseline is
@@ -27,19 +31,31 @@ type Pairing struct {
 	Want        int     // pairs needed
 	MaxAttempts int     // give up (unstable) after this many pairs
 	Tolerance   float64 // e.g. 0.25
-	Pairs       []Pair  // every pair measured, in order
+	// MaxStealGap rejects a pair whose two sides saw steal differing by
+	// more than this many percentage points (0: no check). Steal alike on
+	// both sides cancels in the ratio; steal on one side only biases it,
+	// either way.
+	MaxStealGap float64
+	Pairs       []Pair // every pair measured, in order
 }
 
 // NewPairing returns a pairing that wants n pairs, tolerates a 25% baseline
-// deviation and gives up after 3n attempts.
+// deviation and a 10-point steal gap, and gives up after 3n attempts.
 func NewPairing(n int) *Pairing {
-	return &Pairing{Want: n, MaxAttempts: 3 * n, Tolerance: 0.25}
+	return &Pairing{Want: n, MaxAttempts: 3 * n, Tolerance: 0.25, MaxStealGap: 10}
 }
 
-// Add records a pair and reports whether it counts for now (a later pair
-// may move the running median and change that).
+// Add records a pair without steal readings; see AddWithSteal.
 func (p *Pairing) Add(baseline, system float64) bool {
-	pr := Pair{Attempt: len(p.Pairs) + 1, Baseline: baseline, System: system}
+	return p.AddWithSteal(baseline, system, 0, 0)
+}
+
+// AddWithSteal records a pair and the steal each side saw, and reports
+// whether it counts for now (a later pair may move the running median and
+// change that).
+func (p *Pairing) AddWithSteal(baseline, system, baselineSteal, systemSteal float64) bool {
+	pr := Pair{Attempt: len(p.Pairs) + 1, Baseline: baseline, System: system,
+		BaselineSteal: baselineSteal, SystemSteal: systemSteal}
 	if baseline > 0 {
 		pr.Ratio = system / baseline
 	}
@@ -66,6 +82,9 @@ func (p *Pairing) classify() {
 		case Strays(q.Baseline, m, p.Tolerance):
 			q.Rejected = true
 			q.Reason = fmt.Sprintf("baseline %.0f strays %.0f%% from the running median %.0f", q.Baseline, 100*Deviation(q.Baseline, m), m)
+		case p.MaxStealGap > 0 && math.Abs(q.BaselineSteal-q.SystemSteal) > p.MaxStealGap:
+			q.Rejected = true
+			q.Reason = fmt.Sprintf("steal %.0f%% on the baseline side, %.0f%% on the system side", q.BaselineSteal, q.SystemSteal)
 		}
 	}
 }

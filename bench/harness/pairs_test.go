@@ -2,6 +2,7 @@ package harness
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -101,5 +102,27 @@ func TestPairingGivesUpWhenTheMachineNeverSettles(t *testing.T) {
 	}
 	if !(NewPairing(1).Add(0, 5) == false) {
 		t.Fatal("a zero baseline must be rejected")
+	}
+}
+
+// TestPairingRejectsUnequalSteal: a pair whose sides saw steal more than
+// MaxStealGap points apart is redone; equal steal on both sides counts.
+func TestPairingRejectsUnequalSteal(t *testing.T) {
+	p := NewPairing(2)
+	if !p.AddWithSteal(100, 60, 30, 28) {
+		t.Fatal("pair with steal 30%/28% rejected")
+	}
+	if p.AddWithSteal(100, 40, 4, 36) {
+		t.Fatal("pair with steal 4%/36% counted")
+	}
+	if r := p.Pairs[1].Reason; !strings.Contains(r, "steal 4% on the baseline side, 36% on the system side") {
+		t.Fatalf("reason %q", r)
+	}
+	if !p.AddWithSteal(100, 62, 0, 5) || !p.Done() || p.MedianRatio() != 0.61 {
+		t.Fatalf("after a third pair: done %v, median %v", p.Done(), p.MedianRatio())
+	}
+	off := &Pairing{Want: 1, MaxAttempts: 3, Tolerance: 0.25}
+	if !off.AddWithSteal(100, 40, 0, 90) {
+		t.Fatal("MaxStealGap 0 should not check steal")
 	}
 }

@@ -303,11 +303,10 @@ func (r *runner) pairs(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		steal = math.Max(steal, run.StealPct)
-		ok := p.Add(slowest, run.OpsPerSec)
+		ok := p.AddWithSteal(slowest, run.OpsPerSec, steal, run.StealPct)
 		last := p.Pairs[len(p.Pairs)-1]
-		r.logf("%s: pair %d: baseline %s, system %s, ratio %.3f, steal ≤%.0f%%%s", r.b.Name, attempt, si(slowest), si(run.OpsPerSec), last.Ratio,
-			steal, map[bool]string{true: "", false: " (redo: " + last.Reason + ")"}[ok])
+		r.logf("%s: pair %d: baseline %s, system %s, ratio %.3f, steal %.0f%%/%.0f%%%s", r.b.Name, attempt, si(slowest), si(run.OpsPerSec), last.Ratio,
+			steal, run.StealPct, map[bool]string{true: "", false: " (redo: " + last.Reason + ")"}[ok])
 	}
 	r.rep.Pairs = p.Pairs
 	r.rep.Stable = p.Stable()
