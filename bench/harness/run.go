@@ -34,8 +34,11 @@ type Options struct {
 	// Tolerance is how far (relative) a pair's baseline may stray from the
 	// running median before the pair is redone; 0 means 0.25 (PERFORMANCE.md).
 	Tolerance float64
-	Command   []string
-	Log       io.Writer // progress lines
+	// MaxStealGap is how many points the steal of a pair's two sides may
+	// differ before the pair is redone; 0 means 10 (see Pairing).
+	MaxStealGap float64
+	Command     []string
+	Log         io.Writer // progress lines
 }
 
 func (o Options) tolerance() float64 {
@@ -43,6 +46,13 @@ func (o Options) tolerance() float64 {
 		return o.Tolerance
 	}
 	return 0.25
+}
+
+func (o Options) maxStealGap() float64 {
+	if o.MaxStealGap > 0 {
+		return o.MaxStealGap
+	}
+	return 10
 }
 
 // ErrSkip marks a benchmark whose system does not exist yet.
@@ -288,7 +298,7 @@ func (r *runner) probe(ctx context.Context) error {
 // done.
 func (r *runner) pairs(ctx context.Context) error {
 	p := NewPairing(r.o.Pairs)
-	p.Tolerance = r.o.tolerance()
+	p.Tolerance, p.MaxStealGap = r.o.tolerance(), r.o.maxStealGap()
 	for !p.Done() {
 		attempt := len(p.Pairs) + 1
 		slowest, steal := math.Inf(1), 0.0
