@@ -57,8 +57,7 @@ var firstOf = func() (t [256]byte) {
 // not a JSON object or array). A \u escape also counts, since it could
 // spell a secret key name.
 func mentionsSensitive(b []byte) bool {
-	t := bytes.TrimLeft(b, " \t\r\n")
-	jsonish := len(t) > 0 && (t[0] == '{' || t[0] == '[')
+	jsonish := jsonContainer(b)
 	for i := 0; i+1 < len(b); i++ {
 		if firstOf[b[i]] == 0 {
 			continue
@@ -99,6 +98,13 @@ func mentionsSensitive(b []byte) bool {
 		i = end // the rest of this value string holds no key
 	}
 	return false
+}
+
+// jsonContainer reports whether b, after leading whitespace, starts an
+// object or an array.
+func jsonContainer(b []byte) bool {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
 }
 
 // inKey reports whether position i is inside an object key: the string it
@@ -337,8 +343,7 @@ func skipValue(b []byte, i int) int {
 // whole; either way no secret is stored.
 func redactCapped(body []byte, n int) (string, bool) {
 	if n > 0 && len(body) > n {
-		t := bytes.TrimLeft(body, " \t\r\n")
-		if len(t) > 0 && (t[0] == '{' || t[0] == '[') && !mentionsSensitive(body[:n+1]) {
+		if jsonContainer(body) && !mentionsSensitive(body[:n+1]) {
 			return capBody(body, n)
 		}
 	}

@@ -272,11 +272,9 @@ type validator struct {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func (v *validator) skipSpace(p []byte, i int) int {
-	for i < len(p) && isSpace(p[i]) {
-		v.space = true
-		i++
-	}
-	return i
+	j := skipWS(p, i)
+	v.space = v.space || j > i
+	return j
 }
 
 // value validates one value starting exactly at p[i] and returns the index

@@ -3,7 +3,6 @@ package schemas
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 )
 
 // SkipJSONString returns the index after the JSON string starting at
@@ -98,18 +97,11 @@ func JSONMembers(b []byte) (m map[string]json.RawMessage, ok bool) {
 
 // JSONString decodes the JSON string literal raw (quotes included) as
 // json.Unmarshal into a string does; ok false when raw is not a string.
-// Strings without escapes or non-ASCII bytes take a copy-only path.
+// Strings without escapes take plainString's copy-only path.
 func JSONString(raw []byte) (string, bool) {
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
-		plainASCII := true
-		for _, c := range raw[1 : n-1] {
-			if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
-				plainASCII = false
-				break
-			}
-		}
-		if plainASCII {
-			return string(raw[1 : n-1]), true
+	if len(raw) > 0 {
+		if s, end, ok := plainString(raw, 0); ok && end == len(raw) {
+			return s, true
 		}
 	}
 	var s string
@@ -119,6 +111,7 @@ func JSONString(raw []byte) (string, bool) {
 	return s, true
 }
 
+// skipWS returns the index of the first non-whitespace byte at or after i.
 func skipWS(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
 		i++

@@ -33,7 +33,7 @@ type Pairing struct {
 	Tolerance   float64 // e.g. 0.25
 	// MaxStealGap rejects a pair whose two sides saw steal differing by
 	// more than this many percentage points (0: no check). Steal alike on
-	// both sides cancels in the ratio; steal on one side only biases it,
+	// both sides roughly cancels in the ratio; steal on one side only biases it,
 	// either way.
 	MaxStealGap float64
 	Pairs       []Pair // every pair measured, in order

@@ -161,7 +161,8 @@ func decodeValue(v []byte, t jsonparser.ValueType) (any, int, error) {
 	case jsonparser.Null:
 		return nil, 0, nil
 	case jsonparser.Object:
-		return decodeObjectValue(v)
+		m, d, err := decodeObject(v)
+		return m, d, err
 	case jsonparser.Array:
 		out := []any{}
 		depth := 0
@@ -177,12 +178,6 @@ func decodeValue(v []byte, t jsonparser.ValueType) (any, int, error) {
 		return out, depth + 1, cmp.Or(err, inner)
 	}
 	return nil, 0, fmt.Errorf("unexpected JSON value %.20q", v)
-}
-
-// decodeObjectValue is decodeObject with an any result.
-func decodeObjectValue(v []byte) (any, int, error) {
-	m, d, err := decodeObject(v)
-	return m, d, err
 }
 
 // number converts a JSON number to int64 when integral and in range, else
