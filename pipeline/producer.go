@@ -151,9 +151,14 @@ type Producer struct {
 var _ Publisher = (*Producer)(nil)
 
 type topicState struct {
-	name      string
-	fetchedAt time.Time
-	parts     []*partQueue
+	name string
+	// fetchedAt is when the layout was last read (unix nanoseconds); 0
+	// forces a refresh. Read without p.mu, so atomic.
+	fetchedAt atomic.Int64
+	// refreshing is set while one caller re-reads a stale layout; the
+	// others keep publishing with the old one meanwhile.
+	refreshing atomic.Bool
+	parts      []*partQueue
 }
 
 // partQueue holds the messages waiting for one topic partition.
@@ -387,13 +392,17 @@ func partitionFor(key []byte, n int) int {
 }
 
 // topic returns the cached partition layout of a topic, refreshing it when
-// older than MetadataTTL.
+// older than MetadataTTL: one caller refreshes, concurrent ones use the old
+// layout meanwhile.
 func (p *Producer) topic(ctx context.Context, name string) (*topicState, error) {
 	p.mu.RLock()
 	ts, ok := p.topics[name]
 	p.mu.RUnlock()
-	if ok && time.Since(ts.fetchedAt) < p.cfg.MetadataTTL {
-		return ts, nil
+	if ok {
+		if time.Since(time.Unix(0, ts.fetchedAt.Load())) < p.cfg.MetadataTTL || !ts.refreshing.CompareAndSwap(false, true) {
+			return ts, nil
+		}
+		defer ts.refreshing.Store(false)
 	}
 	leaders, err := p.partitionLeaders(ctx, name)
 	if err != nil {
@@ -407,12 +416,13 @@ func (p *Producer) topic(ctx context.Context, name string) (*topicState, error) 
 	ts, ok = p.topics[name]
 	if ok && len(ts.parts) >= len(leaders) {
 		p.setLeadersLocked(ts.parts, leaders)
-		ts.fetchedAt = time.Now()
+		ts.fetchedAt.Store(time.Now().UnixNano())
 		return ts, nil
 	}
 	// New topic or added partitions: copy-on-write so callers holding the
 	// old state keep a consistent view.
-	nts := &topicState{name: name, fetchedAt: time.Now(), parts: make([]*partQueue, len(leaders))}
+	nts := &topicState{name: name, parts: make([]*partQueue, len(leaders))}
+	nts.fetchedAt.Store(time.Now().UnixNano())
 	if ok {
 		copy(nts.parts, ts.parts)
 	}
@@ -765,7 +775,7 @@ func (p *Producer) dial(id int32) (*protocol.Conn, error) {
 func (p *Producer) expireMetadata() {
 	p.mu.Lock()
 	for _, ts := range p.topics {
-		ts.fetchedAt = time.Time{}
+		ts.fetchedAt.Store(0)
 	}
 	p.mu.Unlock()
 }

@@ -207,3 +207,40 @@ func TestPublishCtxCancelled(t *testing.T) {
 		t.Fatalf("Publish with a cancelled ctx: %v", err)
 	}
 }
+
+// TestPublishWhileMetadataRefreshes publishes from many goroutines while
+// every call finds the partition layout stale (the race detector checks
+// that refreshing and reading the layout's age do not race).
+func TestPublishWhileMetadataRefreshes(t *testing.T) {
+	const topic = "t.refresh"
+	brokers := newCluster(t, "pfx."+topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, TopicPrefix: "pfx.", Metrics: NewRegistry(), MetadataTTL: time.Nanosecond})
+	if err != nil {
+		t.Fatalf("NewProducer: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for c := 0; c < 16; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				if err := p.Publish(ctx, topic, testEnv(fmt.Sprintf("k%d", c), i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Publish: %v", err)
+	}
+	if got := p.mMessages.Value(); got != 160 {
+		t.Fatalf("acked messages = %d, want 160", got)
+	}
+}
