@@ -73,19 +73,19 @@ func (b *Buffer[R]) Rows() []R {
 }
 
 // Flush inserts every buffered row in one native batch insert (sql, with
-// appendRow appending one row to the batch), run through breaker, and
+// appendRows appending the rows to the batch), run through breaker, and
 // empties the buffer only when the insert succeeded. On error the rows stay
 // buffered for a later Flush, and the error (which wraps the breaker's, e.g.
 // pipeline.ErrBreakerOpen) says how many rows failed. An empty buffer is not
 // sent. The buffer stays locked while the insert runs.
 func (b *Buffer[R]) Flush(ctx context.Context, conn driver.Conn, breaker *pipeline.Breaker, sql string,
-	appendRow func(batch driver.Batch, r *R) error) error {
+	appendRows func(batch driver.Batch, rows []R) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.rows) == 0 {
 		return nil
 	}
-	err := breaker.Do(ctx, func(ctx context.Context) error { return b.insert(ctx, conn, sql, appendRow) })
+	err := breaker.Do(ctx, func(ctx context.Context) error { return b.insert(ctx, conn, sql, appendRows) })
 	if err != nil {
 		return fmt.Errorf("insert %d rows: %w", len(b.rows), err)
 	}
@@ -99,19 +99,38 @@ func (b *Buffer[R]) Flush(ctx context.Context, conn driver.Conn, breaker *pipeli
 
 // insert writes the buffered rows in one batch; b.mu is held.
 func (b *Buffer[R]) insert(ctx context.Context, conn driver.Conn, sql string,
-	appendRow func(batch driver.Batch, r *R) error) error {
+	appendRows func(batch driver.Batch, rows []R) error) error {
 	batch, err := conn.PrepareBatch(ctx, sql)
 	if err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	defer batch.Close()
-	for i := range b.rows {
-		if err := appendRow(batch, &b.rows[i]); err != nil {
-			return fmt.Errorf("append %s: %w", b.ids[i], err)
-		}
+	if err := appendRows(batch, b.rows); err != nil {
+		return fmt.Errorf("append: %w", err)
 	}
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}
+
+// Column returns one column of rows, get(&rows[i]) at i, for AppendColumns.
+func Column[R, T any](rows []R, get func(*R) T) []T {
+	col := make([]T, len(rows))
+	for i := range rows {
+		col[i] = get(&rows[i])
+	}
+	return col
+}
+
+// AppendColumns appends cols[i] (a slice with one value per row, as Column
+// makes) to column i of batch: one conversion per column instead of one
+// boxed value per cell, as batch.Append would do.
+func AppendColumns(batch driver.Batch, cols ...any) error {
+	for i, col := range cols {
+		if err := batch.Column(i).Append(col); err != nil {
+			return fmt.Errorf("column %d: %w", i, err)
+		}
 	}
 	return nil
 }

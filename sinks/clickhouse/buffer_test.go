@@ -77,7 +77,14 @@ type testRow struct {
 	n  int
 }
 
-func appendTestRow(b driver.Batch, r *testRow) error { return b.Append(r.id, r.n) }
+func appendTestRow(b driver.Batch, rows []testRow) error {
+	for _, r := range rows {
+		if err := b.Append(r.id, r.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func testBreaker(failures uint32) *pipeline.Breaker {
 	return pipeline.BreakerConfig{ConsecutiveFailures: failures, Metrics: pipeline.NewRegistry()}.New("test")
@@ -141,7 +148,7 @@ func TestBufferFailedFlushKeepsTheRows(t *testing.T) {
 		want string
 	}{
 		{"prepare", &fakeConn{prepareErr: sendErr}, "insert 2 rows: prepare: server away"},
-		{"append", &fakeConn{appendErr: sendErr, failOn: "b"}, "insert 2 rows: append b: server away"},
+		{"append", &fakeConn{appendErr: sendErr, failOn: "b"}, "insert 2 rows: append: server away"},
 		{"send", &fakeConn{sendErr: sendErr}, "insert 2 rows: send: server away"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

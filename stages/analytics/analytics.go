@@ -150,9 +150,26 @@ func decode(env schemas.Envelope) (row, error) {
 // and the runner does not commit; a later Flush retries them.
 func (s *Stage) Flush(ctx context.Context) error {
 	now := time.Now().UTC()
-	err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, func(b driver.Batch, r *row) error {
-		return b.Append(r.id, r.workspace, r.event, r.contactID, r.emailHash, r.goalType, r.value, r.hasValue,
-			r.currency, r.externalID, r.source, r.occurredAt, r.receivedAt, r.properties, now)
+	err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, func(b driver.Batch, rows []row) error {
+		str := func(get func(*row) string) []string { return chsink.Column(rows, get) }
+		at := func(get func(*row) time.Time) []time.Time { return chsink.Column(rows, get) }
+		return chsink.AppendColumns(b,
+			str(func(r *row) string { return r.id }),
+			str(func(r *row) string { return r.workspace }),
+			str(func(r *row) string { return r.event }),
+			str(func(r *row) string { return r.contactID }),
+			str(func(r *row) string { return r.emailHash }),
+			str(func(r *row) string { return r.goalType }),
+			chsink.Column(rows, func(r *row) float64 { return r.value }),
+			chsink.Column(rows, func(r *row) uint8 { return r.hasValue }),
+			str(func(r *row) string { return r.currency }),
+			str(func(r *row) string { return r.externalID }),
+			str(func(r *row) string { return r.source }),
+			at(func(r *row) time.Time { return r.occurredAt }),
+			at(func(r *row) time.Time { return r.receivedAt }),
+			str(func(r *row) string { return r.properties }),
+			at(func(*row) time.Time { return now }),
+		)
 	})
 	if err != nil {
 		return fmt.Errorf("analytics: %w", err)

@@ -178,14 +178,29 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 // Flush inserts the buffered rows in one batch; on error they stay buffered
 // and the runner does not commit.
 func (s *Stage) Flush(ctx context.Context) error {
-	if err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, appendRow); err != nil {
+	if err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, appendRows); err != nil {
 		return fmt.Errorf("messagelog: %w", err)
 	}
 	return nil
 }
 
-// appendRow appends r to an insert.sql batch, in its column order.
-func appendRow(b driver.Batch, r *Row) error {
-	return b.Append(r.EventID, r.Workspace, r.MessageID, r.Status, r.At, r.Recipient, r.ExternalID,
-		r.TemplateID, r.PolicyID, r.Provider, r.Detail, r.Received)
+// appendRows appends rows to an insert.sql batch column by column, in the
+// statement's column order.
+func appendRows(b driver.Batch, rows []Row) error {
+	str := func(get func(*Row) string) []string { return chsink.Column(rows, get) }
+	at := func(get func(*Row) time.Time) []time.Time { return chsink.Column(rows, get) }
+	return chsink.AppendColumns(b,
+		str(func(r *Row) string { return r.EventID }),
+		str(func(r *Row) string { return r.Workspace }),
+		str(func(r *Row) string { return r.MessageID }),
+		str(func(r *Row) string { return r.Status }),
+		at(func(r *Row) time.Time { return r.At }),
+		str(func(r *Row) string { return r.Recipient }),
+		str(func(r *Row) string { return r.ExternalID }),
+		str(func(r *Row) string { return r.TemplateID }),
+		str(func(r *Row) string { return r.PolicyID }),
+		str(func(r *Row) string { return r.Provider }),
+		str(func(r *Row) string { return r.Detail }),
+		at(func(r *Row) time.Time { return r.Received }),
+	)
 }

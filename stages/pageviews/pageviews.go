@@ -110,9 +110,24 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 // when the insert succeeded.
 func (s *Stage) Flush(ctx context.Context) error {
 	now := time.Now().UTC()
-	err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, func(b driver.Batch, r *row) error {
-		return b.Append(r.id, r.workspace, r.at, r.host, r.path, r.title, r.referrer,
-			r.utmSource, r.utmMedium, r.utmCampaign, r.screenWidth, r.userAgent, now)
+	err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, func(b driver.Batch, rows []row) error {
+		str := func(get func(*row) string) []string { return chsink.Column(rows, get) }
+		at := func(get func(*row) time.Time) []time.Time { return chsink.Column(rows, get) }
+		return chsink.AppendColumns(b,
+			str(func(r *row) string { return r.id }),
+			str(func(r *row) string { return r.workspace }),
+			at(func(r *row) time.Time { return r.at }),
+			str(func(r *row) string { return r.host }),
+			str(func(r *row) string { return r.path }),
+			str(func(r *row) string { return r.title }),
+			str(func(r *row) string { return r.referrer }),
+			str(func(r *row) string { return r.utmSource }),
+			str(func(r *row) string { return r.utmMedium }),
+			str(func(r *row) string { return r.utmCampaign }),
+			chsink.Column(rows, func(r *row) uint16 { return r.screenWidth }),
+			str(func(r *row) string { return r.userAgent }),
+			at(func(*row) time.Time { return now }),
+		)
 	})
 	if err != nil {
 		return fmt.Errorf("pageviews: %w", err)

@@ -226,20 +226,39 @@ func orEmpty(s []string) []string {
 // the rows stay buffered: a later Flush retries them, and redeliveries
 // replace rather than duplicate them; the runner does not commit.
 func (s *Stage) Flush(ctx context.Context) error {
-	if err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, appendRow); err != nil {
+	if err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, appendRows); err != nil {
 		return fmt.Errorf("requestlog: %w", err)
 	}
 	return nil
 }
 
-// appendRow appends r to an insert.sql batch, naming every column in order.
-// It is a plain function, so Flush allocates no closure for it.
-func appendRow(batch driver.Batch, r *row) error {
-	return batch.Append(
-		r.id, r.workspace, r.at, r.method, r.path, r.status, r.durationUS,
-		r.keyID, r.keyKind, r.requestBody, r.responseBody, r.truncated,
-		r.messageIDs, r.eventIDs, r.journeyRunIDs, r.contactIDs,
-		r.recipient, r.externalID, r.ip, r.userAgent, r.received,
+// appendRows appends rows to an insert.sql batch column by column, in the
+// statement's column order.
+func appendRows(batch driver.Batch, rows []row) error {
+	str := func(get func(*row) string) []string { return chsink.Column(rows, get) }
+	ids := func(get func(*row) []string) [][]string { return chsink.Column(rows, get) }
+	return chsink.AppendColumns(batch,
+		str(func(r *row) string { return r.id }),
+		str(func(r *row) string { return r.workspace }),
+		chsink.Column(rows, func(r *row) time.Time { return r.at }),
+		str(func(r *row) string { return r.method }),
+		str(func(r *row) string { return r.path }),
+		chsink.Column(rows, func(r *row) uint16 { return r.status }),
+		chsink.Column(rows, func(r *row) uint64 { return r.durationUS }),
+		str(func(r *row) string { return r.keyID }),
+		str(func(r *row) string { return r.keyKind }),
+		str(func(r *row) string { return r.requestBody }),
+		str(func(r *row) string { return r.responseBody }),
+		chsink.Column(rows, func(r *row) uint8 { return r.truncated }),
+		ids(func(r *row) []string { return r.messageIDs }),
+		ids(func(r *row) []string { return r.eventIDs }),
+		ids(func(r *row) []string { return r.journeyRunIDs }),
+		ids(func(r *row) []string { return r.contactIDs }),
+		str(func(r *row) string { return r.recipient }),
+		str(func(r *row) string { return r.externalID }),
+		str(func(r *row) string { return r.ip }),
+		str(func(r *row) string { return r.userAgent }),
+		chsink.Column(rows, func(r *row) time.Time { return r.received }),
 	)
 }
 
