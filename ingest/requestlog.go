@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -55,7 +56,8 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 		rc.Response.Header.Set(k, v)
 	}
 	if reqID != "" {
-		rc.Response.Header.Set("X-Request-Id", reqID)
+		// Canonical already: skips Set's key normalisation (the value is copied).
+		rc.Response.Header.SetCanonical(headerRequestID, unsafe.Slice(unsafe.StringData(reqID), len(reqID)))
 	}
 	if len(body) > 0 {
 		ct := res.ContentType
@@ -67,6 +69,8 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 	}
 	rt.metrics.observe(status, time.Since(start))
 }
+
+var headerRequestID = []byte("X-Request-Id")
 
 func encodeBody(res Result) []byte {
 	if res.Raw != nil {

@@ -39,7 +39,9 @@ func NewID() string {
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
 	_, _ = rand.Read(b[6:])
-	return hex.EncodeToString(b[:])
+	var h [32]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:]) // one allocation; EncodeToString makes two
 }
 
 // IDFromKey derives a stable id from a workspace, a scope (such as "event" or

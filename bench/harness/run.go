@@ -92,6 +92,8 @@ type runner struct {
 	conns int
 	// cleanup of the benchmark's Prepare, run after the system stopped.
 	cleanup func()
+	// dropDB drops the run's own Postgres database, last.
+	dropDB func()
 }
 
 // Run measures one benchmark and returns its report (also on error, with
@@ -142,6 +144,10 @@ func (r *runner) stop() {
 		r.cleanup()
 		r.cleanup = nil
 	}
+	if r.dropDB != nil {
+		r.dropDB()
+		r.dropDB = nil
+	}
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -156,6 +162,11 @@ func (r *runner) run(ctx context.Context) error {
 		if err := r.o.Stack.Missing(); err != nil {
 			return err
 		}
+		dbURL, drop, err := freshDatabase(ctx, r.o.Stack.PostgresURL, b.Name)
+		if err != nil {
+			return err
+		}
+		r.o.Stack.PostgresURL, r.dropDB = dbURL, drop
 	}
 	var err error
 	if r.dir, err = os.MkdirTemp("", "sendstream-bench-"+b.Name+"-"); err != nil {
