@@ -166,7 +166,12 @@ func (r *runner) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.o.Stack.PostgresURL, r.dropDB = dbURL, drop
+		r.o.Stack.PostgresURL = dbURL
+		if r.o.Keep {
+			r.logf("%s: Postgres database kept: %s", b.Name, dbURL)
+		} else {
+			r.dropDB = drop
+		}
 	}
 	var err error
 	if r.dir, err = os.MkdirTemp("", "sendstream-bench-"+b.Name+"-"); err != nil {

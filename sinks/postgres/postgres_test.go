@@ -143,3 +143,34 @@ func TestDeletesCascadeWithoutHotPathKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenTurnsParallelQueryOff: pool sessions run without parallel
+// workers unless the URL asks for them.
+func TestOpenTurnsParallelQueryOff(t *testing.T) {
+	env := stack.ForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct{ suffix, want string }{
+		{"", "0"},
+		{"max_parallel_workers_per_gather=3", "3"},
+	} {
+		url := env.PostgresURL
+		if c.suffix != "" {
+			sep := "?"
+			if strings.Contains(url, "?") {
+				sep = "&"
+			}
+			url += sep + c.suffix
+		}
+		pool, err := pgsink.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = pool.QueryRow(ctx, "SHOW max_parallel_workers_per_gather").Scan(&got)
+		pool.Close()
+		if err != nil || got != c.want {
+			t.Fatalf("URL suffix %q: max_parallel_workers_per_gather = %q (%v), want %q", c.suffix, got, err, c.want)
+		}
+	}
+}
