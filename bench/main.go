@@ -36,7 +36,7 @@ func run() int {
 	conns := flag.Int("conns", 64, "closed-loop connections")
 	procs := flag.Int("gomaxprocs", 2, "GOMAXPROCS of the server under test and of the baselines")
 	out := flag.String("out", "", "results directory (default <repo>/bench/results)")
-	keep := flag.Bool("keep", false, "keep scratch directories (server, broker and baseline logs) and the run's Postgres database")
+	keep := flag.Bool("keep", false, "keep scratch directories (server, broker and baseline logs) and the run's databases")
 	list := flag.Bool("list", false, "list benchmarks and baselines, then exit")
 	binFlag := flag.String("bin", "", "use this sendstream binary instead of building bin/sendstream (e.g. to compare builds)")
 	cpuprofile := flag.String("cpuprofile", "", "write the load generator's (this process's) CPU profile to this file")

@@ -92,7 +92,7 @@ type runner struct {
 	conns int
 	// cleanup of the benchmark's Prepare, run after the system stopped.
 	cleanup func()
-	// dropDB drops the run's own Postgres database, last.
+	// dropDB drops the run's own databases, last.
 	dropDB func()
 }
 
@@ -162,13 +162,13 @@ func (r *runner) run(ctx context.Context) error {
 		if err := r.o.Stack.Missing(); err != nil {
 			return err
 		}
-		dbURL, drop, err := freshDatabase(ctx, r.o.Stack.PostgresURL, b.Name)
+		stack, drop, err := freshStores(ctx, r.o.Stack, b.Name)
 		if err != nil {
 			return err
 		}
-		r.o.Stack.PostgresURL = dbURL
+		r.o.Stack, r.rep.Config.Stack = stack, stack
 		if r.o.Keep {
-			r.logf("%s: Postgres database kept: %s", b.Name, dbURL)
+			r.logf("%s: databases kept: Postgres %s, ClickHouse %s", b.Name, stack.PostgresURL, stack.ClickHouseDB)
 		} else {
 			r.dropDB = drop
 		}
