@@ -604,3 +604,25 @@ func TestRunDrainAbandonsEnvelopeInRetry(t *testing.T) {
 		t.Fatalf("committed envelope handled %d times", st.times(ok.ID))
 	}
 }
+
+// TestRunBatchBytesEndsBatches: with neither the count nor the interval
+// reached, a batch ends once BatchBytes of envelopes were handled.
+func TestRunBatchBytesEndsBatches(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	sink := &sync.Map{}
+	const n = 200
+	envs := publishN(t, p, tIn, n)
+	st := &sinkStage{sink: sink}
+	cfg := testRunConfig(brokers, p, registered("bytes", st))
+	cfg.BatchSize, cfg.FlushInterval = 1_000_000, time.Hour
+	one, err := schemas.AppendEnvelope(nil, &envs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.BatchBytes = 20 * len(one) // about 20 envelopes a batch
+	startRun(t, cfg)
+	waitFor(t, "batches flushed by size", 20*time.Second, func() bool { return syncLen(sink) >= n-20 })
+	if f := st.flushes.Load(); f < 5 {
+		t.Fatalf("%d flushes for %d envelopes of ~1/20 BatchBytes each; want batches ended by size", f, syncLen(sink))
+	}
+}
