@@ -151,24 +151,22 @@ func decode(env schemas.Envelope) (row, error) {
 func (s *Stage) Flush(ctx context.Context) error {
 	now := time.Now().UTC()
 	err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, func(b driver.Batch, rows []row) error {
-		str := func(get func(*row) string) []string { return chsink.Column(rows, get) }
-		at := func(get func(*row) time.Time) []time.Time { return chsink.Column(rows, get) }
 		return chsink.AppendColumns(b,
-			str(func(r *row) string { return r.id }),
-			str(func(r *row) string { return r.workspace }),
-			str(func(r *row) string { return r.event }),
-			str(func(r *row) string { return r.contactID }),
-			str(func(r *row) string { return r.emailHash }),
-			str(func(r *row) string { return r.goalType }),
+			chsink.Column(rows, func(r *row) string { return r.id }),
+			chsink.Column(rows, func(r *row) string { return r.workspace }),
+			chsink.Column(rows, func(r *row) string { return r.event }),
+			chsink.Column(rows, func(r *row) string { return r.contactID }),
+			chsink.Column(rows, func(r *row) string { return r.emailHash }),
+			chsink.Column(rows, func(r *row) string { return r.goalType }),
 			chsink.Column(rows, func(r *row) float64 { return r.value }),
 			chsink.Column(rows, func(r *row) uint8 { return r.hasValue }),
-			str(func(r *row) string { return r.currency }),
-			str(func(r *row) string { return r.externalID }),
-			str(func(r *row) string { return r.source }),
-			at(func(r *row) time.Time { return r.occurredAt }),
-			at(func(r *row) time.Time { return r.receivedAt }),
-			str(func(r *row) string { return r.properties }),
-			at(func(*row) time.Time { return now }),
+			chsink.Column(rows, func(r *row) string { return r.currency }),
+			chsink.Column(rows, func(r *row) string { return r.externalID }),
+			chsink.Column(rows, func(r *row) string { return r.source }),
+			chsink.Column(rows, func(r *row) time.Time { return r.occurredAt }),
+			chsink.Column(rows, func(r *row) time.Time { return r.receivedAt }),
+			chsink.Column(rows, func(r *row) string { return r.properties }),
+			chsink.Column(rows, func(*row) time.Time { return now }),
 		)
 	})
 	if err != nil {

@@ -187,20 +187,18 @@ func (s *Stage) Flush(ctx context.Context) error {
 // appendRows appends rows to an insert.sql batch column by column, in the
 // statement's column order.
 func appendRows(b driver.Batch, rows []Row) error {
-	str := func(get func(*Row) string) []string { return chsink.Column(rows, get) }
-	at := func(get func(*Row) time.Time) []time.Time { return chsink.Column(rows, get) }
 	return chsink.AppendColumns(b,
-		str(func(r *Row) string { return r.EventID }),
-		str(func(r *Row) string { return r.Workspace }),
-		str(func(r *Row) string { return r.MessageID }),
-		str(func(r *Row) string { return r.Status }),
-		at(func(r *Row) time.Time { return r.At }),
-		str(func(r *Row) string { return r.Recipient }),
-		str(func(r *Row) string { return r.ExternalID }),
-		str(func(r *Row) string { return r.TemplateID }),
-		str(func(r *Row) string { return r.PolicyID }),
-		str(func(r *Row) string { return r.Provider }),
-		str(func(r *Row) string { return r.Detail }),
-		at(func(r *Row) time.Time { return r.Received }),
+		chsink.Column(rows, func(r *Row) string { return r.EventID }),
+		chsink.Column(rows, func(r *Row) string { return r.Workspace }),
+		chsink.Column(rows, func(r *Row) string { return r.MessageID }),
+		chsink.Column(rows, func(r *Row) string { return r.Status }),
+		chsink.Column(rows, func(r *Row) time.Time { return r.At }),
+		chsink.Column(rows, func(r *Row) string { return r.Recipient }),
+		chsink.Column(rows, func(r *Row) string { return r.ExternalID }),
+		chsink.Column(rows, func(r *Row) string { return r.TemplateID }),
+		chsink.Column(rows, func(r *Row) string { return r.PolicyID }),
+		chsink.Column(rows, func(r *Row) string { return r.Provider }),
+		chsink.Column(rows, func(r *Row) string { return r.Detail }),
+		chsink.Column(rows, func(r *Row) time.Time { return r.Received }),
 	)
 }

@@ -111,22 +111,20 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 func (s *Stage) Flush(ctx context.Context) error {
 	now := time.Now().UTC()
 	err := s.buf.Flush(ctx, s.conn, s.breaker, insertSQL, func(b driver.Batch, rows []row) error {
-		str := func(get func(*row) string) []string { return chsink.Column(rows, get) }
-		at := func(get func(*row) time.Time) []time.Time { return chsink.Column(rows, get) }
 		return chsink.AppendColumns(b,
-			str(func(r *row) string { return r.id }),
-			str(func(r *row) string { return r.workspace }),
-			at(func(r *row) time.Time { return r.at }),
-			str(func(r *row) string { return r.host }),
-			str(func(r *row) string { return r.path }),
-			str(func(r *row) string { return r.title }),
-			str(func(r *row) string { return r.referrer }),
-			str(func(r *row) string { return r.utmSource }),
-			str(func(r *row) string { return r.utmMedium }),
-			str(func(r *row) string { return r.utmCampaign }),
+			chsink.Column(rows, func(r *row) string { return r.id }),
+			chsink.Column(rows, func(r *row) string { return r.workspace }),
+			chsink.Column(rows, func(r *row) time.Time { return r.at }),
+			chsink.Column(rows, func(r *row) string { return r.host }),
+			chsink.Column(rows, func(r *row) string { return r.path }),
+			chsink.Column(rows, func(r *row) string { return r.title }),
+			chsink.Column(rows, func(r *row) string { return r.referrer }),
+			chsink.Column(rows, func(r *row) string { return r.utmSource }),
+			chsink.Column(rows, func(r *row) string { return r.utmMedium }),
+			chsink.Column(rows, func(r *row) string { return r.utmCampaign }),
 			chsink.Column(rows, func(r *row) uint16 { return r.screenWidth }),
-			str(func(r *row) string { return r.userAgent }),
-			at(func(*row) time.Time { return now }),
+			chsink.Column(rows, func(r *row) string { return r.userAgent }),
+			chsink.Column(rows, func(*row) time.Time { return now }),
 		)
 	})
 	if err != nil {
