@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"sendstream/pipeline"
+	pgsink "sendstream/sinks/postgres"
 )
 
 var (
@@ -116,14 +117,8 @@ func NewStore(pg *pgxpool.Pool, cfg StoreConfig) (*Store, error) {
 	pc := pg.Config().Copy()
 	pc.MaxConns = int32(cfg.MaxInFlight)
 	pc.MinConns = 0
-	if pc.ConnConfig.RuntimeParams == nil {
-		pc.ConnConfig.RuntimeParams = map[string]string{}
-	}
+	pgsink.LookupSessions(pc) // the resolve statement: index lookups per row
 	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	// The resolve statement's best plan does not depend on its arrays (index
-	// lookups per row), and planning it costs twice its execution: keep the
-	// generic plan of the prepared statement instead of re-planning per call.
-	pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	own, err := pgxpool.NewWithConfig(context.Background(), pc)
 	if err != nil {
 		return nil, fmt.Errorf("events store: open pool: %w", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"sendstream/schemas"
+	pgsink "sendstream/sinks/postgres"
 )
 
 var (
@@ -84,13 +85,8 @@ func NewStore(pool *pgxpool.Pool) *Store {
 	s := &Store{pool: pool, async: pool}
 	pc := pool.Config().Copy()
 	pc.MaxConns, pc.MinConns = 6, 0
-	if pc.ConnConfig.RuntimeParams == nil {
-		pc.ConnConfig.RuntimeParams = map[string]string{}
-	}
+	pgsink.LookupSessions(pc)
 	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	// The batch statements' plans do not depend on their arrays, and
-	// re-planning them per call costs about as much as running them.
-	pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	if own, err := pgxpool.NewWithConfig(context.Background(), pc); err == nil {
 		s.async = own
 	}
