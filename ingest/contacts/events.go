@@ -24,7 +24,13 @@ func newEvents(ws, requestID string) *events {
 }
 
 func (e *events) add(id, typ, contactID string, at time.Time, payload any) {
-	b, err := json.Marshal(payload)
+	var b []byte
+	var err error
+	if cp, ok := payload.(schemas.ContactPayload); ok { // every upsert: no reflection
+		b, err = schemas.AppendContactPayload(make([]byte, 0, 512), &cp)
+	} else {
+		b, err = json.Marshal(payload)
+	}
 	if err != nil {
 		// Payloads are plain structs of strings, times and raw JSON that
 		// came out of Postgres; failing here is a programming error.
@@ -32,7 +38,7 @@ func (e *events) add(id, typ, contactID string, at time.Time, payload any) {
 	}
 	e.out = append(e.out, ingest.Message{Topic: schemas.TopicContacts, Env: schemas.Envelope{
 		ID: id, Workspace: e.ws, Type: typ, Key: e.ws + ":" + contactID, OccurredAt: at,
-		CausationID: e.requestID, Payload: b, PayloadCompact: true, // json.Marshal output
+		CausationID: e.requestID, Payload: b, PayloadCompact: true, // json.Marshal's bytes
 	}})
 }
 
