@@ -50,3 +50,23 @@ func FuzzAppendContactPayload(f *testing.F) {
 			UpdatedFields: []string{email, name}})
 	})
 }
+
+func BenchmarkAppendContactPayload(b *testing.B) {
+	name := "Ada"
+	p := ContactPayload{ContactID: "01a202c4a2543f6d80840a1474015568", Email: "ada@example.com", FirstName: &name, Status: "ACTIVE",
+		CustomFields: json.RawMessage(`{"plan": "pro", "seats": 3}`), Metadata: json.RawMessage(`null`),
+		CreatedAt: time.Unix(1e9, 5).UTC(), UpdatedAt: time.Unix(1e9, 5).UTC()}
+	b.Run("codec", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 512)
+		for b.Loop() {
+			buf, _ = AppendContactPayload(buf[:0], &p)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = json.Marshal(p)
+		}
+	})
+}
