@@ -31,8 +31,9 @@ func freshStores(ctx context.Context, stack StackEnv, bench string) (StackEnv, f
 	if err != nil {
 		return stack, nil, fmt.Errorf("fresh database: parse the stack's Postgres URL: %w", err)
 	}
+	adminURL, chAddr := stack.PostgresURL, stack.ClickHouseAddr // stack is repointed below
 	pg := func(ctx context.Context, sql string) error {
-		conn, err := pgx.Connect(ctx, stack.PostgresURL)
+		conn, err := pgx.Connect(ctx, adminURL)
 		if err != nil {
 			return err
 		}
@@ -41,7 +42,7 @@ func freshStores(ctx context.Context, stack StackEnv, bench string) (StackEnv, f
 		return err
 	}
 	ch := func(ctx context.Context, sql string) error {
-		conn, err := chsink.Open(ctx, stack.ClickHouseAddr, "default")
+		conn, err := chsink.Open(ctx, chAddr, "default")
 		if err != nil {
 			return err
 		}
