@@ -51,12 +51,12 @@ func AppendEnvelope(dst []byte, env *Envelope) ([]byte, error) {
 	switch {
 	case env.Payload == nil:
 		b = append(b, "null"...)
-	case env.PayloadCompact && len(env.Payload) > 0, compactClean(env.Payload):
+	case env.PayloadCompact && len(env.Payload) > 0:
 		b = append(b, env.Payload...)
 	default:
-		// Whitespace to drop, characters to escape, or invalid JSON:
-		// encoding/json decides.
-		return slowAppendEnvelope(dst[:orig], env)
+		if b, err = appendRawJSON(b, env.Payload); err != nil {
+			return dst[:orig], err
+		}
 	}
 	return append(b, '}'), nil
 }
@@ -69,33 +69,75 @@ func slowAppendEnvelope(dst []byte, env *Envelope) ([]byte, error) {
 	return append(dst, v...), nil
 }
 
-// compactClean reports whether p is one valid JSON value that json.Marshal
-// of a RawMessage copies unchanged: no whitespace outside strings, no <, >
-// or &, no U+2028 or U+2029.
-func compactClean(p []byte) bool {
-	var v validator
-	if len(p) == 0 || isSpace(p[0]) {
-		return false
-	}
-	end, ok := v.value(p, 0)
-	return ok && end == len(p) && !v.space && !v.escape
-}
-
 // ValidJSON reports whether b is one JSON value, surrounded by whitespace
 // at most: json.Valid's answer, with the validator's table-driven string
 // scan (2-3x faster on bodies of HTML). Nesting deeper than the validator's
 // bound is left to json.Valid.
 func ValidJSON(b []byte) bool {
+	valid, _ := checkJSON(b)
+	return valid
+}
+
+// checkJSON validates p in one pass. valid is ValidJSON's answer; clean
+// adds that json.Marshal of p as a RawMessage copies it unchanged: no
+// whitespace outside strings, no <, > or &, no U+2028 or U+2029.
+func checkJSON(p []byte) (valid, clean bool) {
 	var v validator
-	i := v.skipSpace(b, 0)
-	end, ok := v.value(b, i)
+	i := v.skipSpace(p, 0)
+	end, ok := v.value(p, i)
 	if !ok {
-		if v.depth > maxDepth {
-			return json.Valid(b)
-		}
-		return false
+		return v.depth > maxDepth && json.Valid(p), false
 	}
-	return v.skipSpace(b, end) == len(b)
+	end = v.skipSpace(p, end)
+	return end == len(p), end == len(p) && !v.space && !v.escape
+}
+
+// appendRawJSON appends raw as json.Marshal writes a json.RawMessage:
+// compact, with <, >, &, U+2028 and U+2029 escaped; invalid JSON gives
+// json.Marshal's error.
+func appendRawJSON(b, raw []byte) ([]byte, error) {
+	switch valid, clean := checkJSON(raw); {
+	case clean:
+		return append(b, raw...), nil
+	case valid:
+		return appendCompactJSON(b, raw), nil
+	}
+	_, err := json.Marshal(json.RawMessage(raw))
+	return b, err
+}
+
+// appendCompactJSON appends the valid JSON raw as encoding/json compacts a
+// RawMessage: whitespace outside strings dropped; <, >, &, U+2028 and
+// U+2029 inside strings escaped; everything else copied as is (invalid
+// UTF-8 included), such as the jsonb text Postgres returns ("{"a": 1}").
+func appendCompactJSON(b, raw []byte) []byte {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if !inString {
+			if !isSpace(c) {
+				b = append(b, c)
+				inString = c == '"'
+			}
+			continue
+		}
+		switch {
+		case c == '\\': // an escape pair: copied whole (valid JSON has its second byte)
+			b = append(b, c, raw[i+1])
+			i++
+		case c == '"':
+			b = append(b, c)
+			inString = false
+		case c == '<' || c == '>' || c == '&':
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		case c == 0xe2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xa8:
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[raw[i+2]&0xf])
+			i += 2
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
 }
 
 // DecodeEnvelope decodes data into env with the result and errors of

@@ -203,7 +203,7 @@ func TestRoundTrip(t *testing.T) {
 func TestFastPathsTaken(t *testing.T) {
 	env := sampleEnvelope()
 	env.CausationID = "c"
-	if !compactClean(env.Payload) {
+	if !isClean(env.Payload) {
 		t.Fatal("a compact payload was sent to the slow path")
 	}
 	b, _ := AppendEnvelope(nil, &env)
@@ -211,7 +211,7 @@ func TestFastPathsTaken(t *testing.T) {
 	if !fastDecodeEnvelope(b, &got) {
 		t.Fatal("an encoded envelope was sent to the slow path")
 	}
-	if compactClean(json.RawMessage(`{"a": 1}`)) || compactClean(json.RawMessage(`"<"`)) {
+	if isClean(json.RawMessage(`{"a": 1}`)) || isClean(json.RawMessage(`"<"`)) {
 		t.Fatal("a payload json.Marshal changes was taken as clean")
 	}
 }
@@ -265,13 +265,24 @@ func FuzzValidator(f *testing.F) {
 		if whole != json.Valid(p) && v.depth < maxDepth && !(json.Valid(p) && deeperThan(p, maxDepth)) {
 			t.Fatalf("validator says %v, json.Valid says %v for %q", whole, json.Valid(p), p)
 		}
-		if compactClean(p) {
+		if isClean(p) {
 			out, err := json.Marshal(json.RawMessage(p))
 			if err != nil || !bytes.Equal(out, p) {
-				t.Fatalf("compactClean(%q) but json.Marshal gives %q, %v", p, out, err)
+				t.Fatalf("isClean(%q) but json.Marshal gives %q, %v", p, out, err)
 			}
 		}
+		want, werr := json.Marshal(json.RawMessage(p))
+		got, gerr := appendRawJSON(nil, p)
+		if (werr == nil) != (gerr == nil) || werr == nil && !bytes.Equal(got, want) {
+			t.Fatalf("appendRawJSON(%q) = %q, %v; json.Marshal gives %q, %v", p, got, gerr, want, werr)
+		}
 	})
+}
+
+// isClean reports checkJSON's clean: json.Marshal copies p unchanged.
+func isClean(p []byte) bool {
+	_, clean := checkJSON(p)
+	return clean
 }
 
 // deeperThan reports nesting beyond n (counting brackets outside strings

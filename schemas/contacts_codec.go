@@ -25,9 +25,7 @@ func AppendContactPayload(b []byte, p *ContactPayload) ([]byte, error) {
 		name string
 		raw  []byte
 	}{{"customFields", p.CustomFields}, {"metadata", p.Metadata}} {
-		b = append(b, ',', '"')
-		b = append(b, f.name...)
-		b = append(b, '"', ':')
+		b = appendKey(b, ',', f.name)
 		if f.raw == nil { // as RawMessage.MarshalJSON; an empty one is an error
 			b = append(b, "null"...)
 		} else if b, err = appendRawJSON(b, f.raw); err != nil {
@@ -43,9 +41,7 @@ func AppendContactPayload(b []byte, p *ContactPayload) ([]byte, error) {
 // appendNullable appends ,"key":value, or ,"key":null when value is nil.
 func appendNullable(b []byte, key string, value *string) []byte {
 	if value == nil {
-		b = append(b, ',', '"')
-		b = append(b, key...)
-		return append(b, `":null`...)
+		return append(appendKey(b, ',', key), "null"...)
 	}
 	return appendMember(b, ',', key, *value)
 }

@@ -69,12 +69,16 @@ func AppendSendPayload(b []byte, p *SendPayload) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendMember appends sep, the key and the string value.
-func appendMember(b []byte, sep byte, key, value string) []byte {
+// appendKey appends sep and "key":.
+func appendKey(b []byte, sep byte, key string) []byte {
 	b = append(b, sep, '"')
 	b = append(b, key...)
-	b = append(b, '"', ':')
-	return AppendJSONString(b, value)
+	return append(b, '"', ':')
+}
+
+// appendMember appends sep, the key and the string value.
+func appendMember(b []byte, sep byte, key, value string) []byte {
+	return AppendJSONString(appendKey(b, sep, key), value)
 }
 
 // appendOptMember appends ,"key":value unless value is empty (omitempty).
@@ -90,9 +94,7 @@ func appendStrings(b []byte, key string, list []string) []byte {
 	if len(list) == 0 {
 		return b
 	}
-	b = append(b, ',', '"')
-	b = append(b, key...)
-	b = append(b, `":[`...)
+	b = append(appendKey(b, ',', key), '[')
 	for i, s := range list {
 		if i > 0 {
 			b = append(b, ',')
@@ -100,57 +102,6 @@ func appendStrings(b []byte, key string, list []string) []byte {
 		b = AppendJSONString(b, s)
 	}
 	return append(b, ']')
-}
-
-// appendRawJSON appends raw as json.Marshal writes a json.RawMessage:
-// compact, with <, > and & escaped.
-func appendRawJSON(b, raw []byte) ([]byte, error) {
-	if compactClean(raw) {
-		return append(b, raw...), nil
-	}
-	if ValidJSON(raw) {
-		return appendCompactJSON(b, raw), nil
-	}
-	v, err := json.Marshal(json.RawMessage(raw)) // the error json.Marshal gives
-	if err != nil {
-		return b, err
-	}
-	return append(b, v...), nil
-}
-
-// appendCompactJSON appends the valid JSON raw as encoding/json compacts a
-// RawMessage: whitespace outside strings dropped; <, >, &, U+2028 and
-// U+2029 inside strings escaped; everything else copied as is (invalid
-// UTF-8 included), such as the jsonb text Postgres returns ("{"a": 1}").
-func appendCompactJSON(b, raw []byte) []byte {
-	const hex = "0123456789abcdef"
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if !inString {
-			if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-				b = append(b, c)
-				inString = c == '"'
-			}
-			continue
-		}
-		switch {
-		case c == '\\': // an escape pair: copied whole (valid JSON has its second byte)
-			b = append(b, c, raw[i+1])
-			i++
-		case c == '"':
-			b = append(b, c)
-			inString = false
-		case c == '<' || c == '>' || c == '&':
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		case c == 0xe2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xa8:
-			b = append(b, '\\', 'u', '2', '0', '2', hex[raw[i+2]&0xf])
-			i += 2
-		default:
-			b = append(b, c)
-		}
-	}
-	return b
 }
 
 func appendRecipient(b []byte, c *RecipientContact) ([]byte, error) {
