@@ -114,12 +114,8 @@ type Store struct {
 // Call Close when done.
 func NewStore(pg *pgxpool.Pool, cfg StoreConfig) (*Store, error) {
 	cfg.defaults()
-	pc := pg.Config().Copy()
-	pc.MaxConns = int32(cfg.MaxInFlight)
-	pc.MinConns = 0
-	pgsink.LookupSessions(pc) // the resolve statement: index lookups per row
-	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	own, err := pgxpool.NewWithConfig(context.Background(), pc)
+	// The resolve statement: index lookups and claims per row.
+	own, err := pgsink.LookupPool(context.Background(), pg, cfg.MaxInFlight, true)
 	if err != nil {
 		return nil, fmt.Errorf("events store: open pool: %w", err)
 	}

@@ -83,11 +83,7 @@ type Store struct {
 // the same externalId maps to the same message id, so it is not sent twice.
 func NewStore(pool *pgxpool.Pool) *Store {
 	s := &Store{pool: pool, async: pool}
-	pc := pool.Config().Copy()
-	pc.MaxConns, pc.MinConns = 6, 0
-	pgsink.LookupSessions(pc)
-	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	if own, err := pgxpool.NewWithConfig(context.Background(), pc); err == nil {
+	if own, err := pgsink.LookupPool(context.Background(), pool, 6, true); err == nil {
 		s.async = own
 	}
 	// Two statements of each kind in flight: more only splits concurrent

@@ -72,8 +72,9 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// LookupSessions sets the session settings of a pool whose statements
-// look rows up, claim and insert by key in batches, passed as arrays:
+// LookupPool opens a second pool of at most maxConns connections to the
+// database of base, for statements that look rows up, claim and insert by
+// key in batches passed as arrays. Its sessions run with:
 //   - plan_cache_mode=force_generic_plan: such a statement's best plan does
 //     not depend on its arrays, and planning it costs about as much as
 //     running it;
@@ -81,13 +82,25 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 //     one made while a table was still nearly empty (a fresh database)
 //     scanned it whole on every call as it grew (55 ms per batch of sends
 //     at 20k rows, against 1-2 ms by index). A table without a usable
-//     index is still scanned.
-func LookupSessions(cfg *pgxpool.Config) {
+//     index is still scanned;
+//   - synchronous_commit=off when asyncCommit: commits do not wait for the
+//     WAL flush (for writes that something else makes durable).
+func LookupPool(ctx context.Context, base *pgxpool.Pool, maxConns int, asyncCommit bool) (*pgxpool.Pool, error) {
+	cfg := base.Config().Copy()
+	cfg.MaxConns, cfg.MinConns = int32(maxConns), 0
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+	if asyncCommit {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open lookup pool: %w", err)
+	}
+	return pool, nil
 }
 
 // Migrate applies the migrations of schemas/postgres that are not yet

@@ -174,3 +174,26 @@ func TestOpenTurnsParallelQueryOff(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupPoolSessions: a lookup pool's sessions force generic plans,
+// avoid sequential scans, and commit asynchronously only when asked.
+func TestLookupPoolSessions(t *testing.T) {
+	base := stack.PG(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, async := range []bool{false, true} {
+		pool, err := pgsink.LookupPool(ctx, base, 2, async)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan, seq, commit string
+		err = pool.QueryRow(ctx, "SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan'), current_setting('synchronous_commit')").
+			Scan(&plan, &seq, &commit)
+		pool.Close()
+		wantCommit := map[bool]string{false: "on", true: "off"}[async]
+		if err != nil || plan != "force_generic_plan" || seq != "off" || commit != wantCommit {
+			t.Fatalf("async %v: plan_cache_mode %q, enable_seqscan %q, synchronous_commit %q (%v); want force_generic_plan, off, %s",
+				async, plan, seq, commit, err, wantCommit)
+		}
+	}
+}

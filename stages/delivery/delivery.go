@@ -225,16 +225,13 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 		log = slog.Default()
 	}
 	// Its statements claim, finish and restore messages by id, in batches
-	// passed as arrays: an own pool with lookup session settings, so that a
+	// passed as arrays: a pool of its own with lookup settings, so that a
 	// generic plan made while transactional_messages was nearly empty does
 	// not scan it whole for every batch later (the first minute on a fresh
 	// database ran at a third of the rate).
-	pc := r.Postgres.Config().Copy()
-	pc.MaxConns, pc.MinConns = int32(max(4, cfg.Dispatchers+2)), 0
-	pgsink.LookupSessions(pc)
-	pg, err := pgxpool.NewWithConfig(ctx, pc)
+	pg, err := pgsink.LookupPool(ctx, r.Postgres, max(4, cfg.Dispatchers+2), false)
 	if err != nil {
-		return nil, fmt.Errorf("delivery: open pool: %w", err)
+		return nil, fmt.Errorf("delivery: %w", err)
 	}
 	var tok [12]byte
 	_, _ = rand.Read(tok[:])
