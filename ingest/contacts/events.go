@@ -23,14 +23,22 @@ func newEvents(ws, requestID string) *events {
 	return &events{ws: ws, requestID: requestID, now: time.Now().UTC()}
 }
 
+// add appends an envelope of typ carrying payload, encoded by encoding/json.
 func (e *events) add(id, typ, contactID string, at time.Time, payload any) {
-	var b []byte
-	var err error
-	if cp, ok := payload.(schemas.ContactPayload); ok { // every upsert: no reflection
-		b, err = schemas.AppendContactPayload(make([]byte, 0, 512), &cp)
-	} else {
-		b, err = json.Marshal(payload)
-	}
+	b, err := json.Marshal(payload)
+	e.push(id, typ, contactID, at, b, err)
+}
+
+// addContact appends contact.created or contact.updated for c: one per
+// upsert, so its payload is encoded without reflection.
+func (e *events) addContact(id, typ string, c Contact, at time.Time, changed []string) {
+	p := contactPayload(c, changed)
+	b, err := schemas.AppendContactPayload(make([]byte, 0, 512), &p)
+	e.push(id, typ, c.ID, at, b, err)
+}
+
+// push appends the envelope of payload b, which encoding produced with err.
+func (e *events) push(id, typ, contactID string, at time.Time, b []byte, err error) {
 	if err != nil {
 		// Payloads are plain structs of strings, times and raw JSON that
 		// came out of Postgres; failing here is a programming error.
@@ -54,16 +62,14 @@ func contactPayload(c Contact, changed []string) schemas.ContactPayload {
 // created announces a new contact (id derived from the contact id: a
 // contact is created once).
 func (e *events) created(c Contact) {
-	e.add(schemas.IDFromKey(e.ws, schemas.TypeContactCreated, c.ID), schemas.TypeContactCreated, c.ID,
-		c.CreatedAt, contactPayload(c, nil))
+	e.addContact(schemas.IDFromKey(e.ws, schemas.TypeContactCreated, c.ID), schemas.TypeContactCreated, c, c.CreatedAt, nil)
 }
 
 // updated announces changed fields (id derived from the contact id and its
 // new updatedAt).
 func (e *events) updated(c Contact, changed []string) {
 	key := c.ID + "@" + c.UpdatedAt.Format(time.RFC3339Nano)
-	e.add(schemas.IDFromKey(e.ws, schemas.TypeContactUpdated, key), schemas.TypeContactUpdated, c.ID,
-		c.UpdatedAt, contactPayload(c, changed))
+	e.addContact(schemas.IDFromKey(e.ws, schemas.TypeContactUpdated, key), schemas.TypeContactUpdated, c, c.UpdatedAt, changed)
 }
 
 // membership announces a membership change of type typ; joined also
