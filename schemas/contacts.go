@@ -40,8 +40,9 @@ const (
 	// it. Payload ListMembershipPayload.
 	TypeContactJoinedList = "contact.joined_list.v1"
 	// TypeOptInRequested is internal: a hosted sign-up to a double opt-in list
-	// left a PENDING membership and a confirmation email must be sent. The
-	// stage stages/optin sends it. Payload OptInRequestedPayload.
+	// left a PENDING membership and a confirmation email must be sent. It is
+	// the one type published on TopicOptIn instead of TopicContacts; the
+	// stage stages/optin sends the email. Payload OptInRequestedPayload.
 	TypeOptInRequested = "contact.optin_requested.v1"
 )
 

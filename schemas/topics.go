@@ -7,6 +7,7 @@ const (
 	TopicEvents        = "sendstream.events.v1"        // recorded events and goals
 	TopicPageViews     = "sendstream.pageviews.v1"     // anonymous website analytics beacons
 	TopicContacts      = "sendstream.contacts.v1"      // contact and membership changes
+	TopicOptIn         = "sendstream.optin.v1"         // double opt-in confirmation emails to send
 	TopicTransactional = "sendstream.transactional.v1" // accepted sends awaiting delivery
 	TopicWebhooks      = "sendstream.webhooks.v1"      // workspace events to fan out to subscribers
 	TopicDeadLetter    = "sendstream.deadletter.v1"    // envelopes a stage gave up on
@@ -14,6 +15,6 @@ const (
 
 // AllTopics lists every topic the pipeline uses, for creation at start-up.
 var AllTopics = []string{
-	TopicRequestLog, TopicEvents, TopicPageViews, TopicContacts,
+	TopicRequestLog, TopicEvents, TopicPageViews, TopicContacts, TopicOptIn,
 	TopicTransactional, TopicWebhooks, TopicDeadLetter,
 }

@@ -8,8 +8,9 @@ import (
 	"sendstream/schemas"
 )
 
-// events builds the envelopes of one call, all on schemas.TopicContacts and
-// keyed "<workspace>:<contactId>" so one contact's changes stay in order.
+// events builds the envelopes of one call, keyed "<workspace>:<contactId>" so
+// one contact's changes stay in order: changes on schemas.TopicContacts,
+// confirmation mails to send on schemas.TopicOptIn.
 // Ids are derived from the state change they announce (the contact id and
 // its timestamps) where a replay of the same change could occur, and from
 // the request id otherwise, so nothing is ever published under two ids.
@@ -23,10 +24,11 @@ func newEvents(ws, requestID string) *events {
 	return &events{ws: ws, requestID: requestID, now: time.Now().UTC()}
 }
 
-// add appends an envelope of typ carrying payload, encoded by encoding/json.
+// add appends a TopicContacts envelope of typ carrying payload, encoded by
+// encoding/json.
 func (e *events) add(id, typ, contactID string, at time.Time, payload any) {
 	b, err := json.Marshal(payload)
-	e.push(id, typ, contactID, at, b, err)
+	e.push(schemas.TopicContacts, id, typ, contactID, at, b, err)
 }
 
 // addContact appends contact.created or contact.updated for c: one per
@@ -34,17 +36,18 @@ func (e *events) add(id, typ, contactID string, at time.Time, payload any) {
 func (e *events) addContact(id, typ string, c Contact, at time.Time, changed []string) {
 	p := contactPayload(c, changed)
 	b, err := schemas.AppendContactPayload(make([]byte, 0, 512), &p)
-	e.push(id, typ, c.ID, at, b, err)
+	e.push(schemas.TopicContacts, id, typ, c.ID, at, b, err)
 }
 
-// push appends the envelope of payload b, which encoding produced with err.
-func (e *events) push(id, typ, contactID string, at time.Time, b []byte, err error) {
+// push appends the envelope for topic of payload b, which encoding produced
+// with err.
+func (e *events) push(topic, id, typ, contactID string, at time.Time, b []byte, err error) {
 	if err != nil {
 		// Payloads are plain structs of strings, times and raw JSON that
 		// came out of Postgres; failing here is a programming error.
 		panic("contacts: encode " + typ + ": " + err.Error())
 	}
-	e.out = append(e.out, ingest.Message{Topic: schemas.TopicContacts, Env: schemas.Envelope{
+	e.out = append(e.out, ingest.Message{Topic: topic, Env: schemas.Envelope{
 		ID: id, Workspace: e.ws, Type: typ, Key: e.ws + ":" + contactID, OccurredAt: at,
 		CausationID: e.requestID, Payload: b, PayloadCompact: true, // json.Marshal's bytes
 	}})
@@ -89,8 +92,10 @@ func (e *events) confirmed(id, email string, at time.Time) {
 		schemas.TypeContactConfirmed, id, at, schemas.ContactConfirmedPayload{ContactID: id, Email: email})
 }
 
-// optIn asks the optin stage to send a confirmation email.
+// optIn asks the optin stage to send a confirmation email. It goes to a
+// topic of its own, so the stage does not read every contact change.
 func (e *events) optIn(p schemas.OptInRequestedPayload) {
-	e.add(schemas.ChildID(e.requestID, schemas.TypeOptInRequested, len(e.out)), schemas.TypeOptInRequested,
-		p.ContactID, e.now, p)
+	b, err := json.Marshal(p)
+	e.push(schemas.TopicOptIn, schemas.ChildID(e.requestID, schemas.TypeOptInRequested, len(e.out)),
+		schemas.TypeOptInRequested, p.ContactID, e.now, b, err)
 }

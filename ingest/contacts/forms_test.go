@@ -24,11 +24,19 @@ func form(v map[string]string) string {
 }
 
 // optIns returns the confirmation requests published for ws, oldest first
-// per contact.
+// per contact. They go to the opt-in topic only: none is on the contacts
+// topic, and nothing else is on the opt-in topic.
 func (e *env) optIns(t *testing.T, ws string) []schemas.OptInRequestedPayload {
 	t.Helper()
+	if n := len(ofType(e.topicEvents(t, schemas.TopicContacts, ws), schemas.TypeOptInRequested)); n != 0 {
+		t.Fatalf("%d opt-in requests on the contacts topic", n)
+	}
+	reqs := e.topicEvents(t, schemas.TopicOptIn, ws)
+	if other := len(reqs) - len(ofType(reqs, schemas.TypeOptInRequested)); other != 0 {
+		t.Fatalf("%d other envelopes on the opt-in topic: %v", other, types(reqs))
+	}
 	var out []schemas.OptInRequestedPayload
-	for _, env := range ofType(e.events(t, ws), schemas.TypeOptInRequested) {
+	for _, env := range reqs {
 		var p schemas.OptInRequestedPayload
 		mustDecode(t, env.Payload, &p)
 		out = append(out, p)

@@ -106,11 +106,17 @@ type pageResp struct {
 	} `json:"pagination"`
 }
 
-// events returns the envelopes of ws on the contacts topic.
+// events returns the envelopes of ws on the contacts and opt-in topics.
 func (e *env) events(t *testing.T, ws string) []schemas.Envelope {
 	t.Helper()
+	return append(e.topicEvents(t, schemas.TopicContacts, ws), e.topicEvents(t, schemas.TopicOptIn, ws)...)
+}
+
+// topicEvents returns the envelopes of ws on topic.
+func (e *env) topicEvents(t *testing.T, topic, ws string) []schemas.Envelope {
+	t.Helper()
 	var out []schemas.Envelope
-	for _, env := range e.Consume(t, schemas.TopicContacts) {
+	for _, env := range e.Consume(t, topic) {
 		if env.Workspace == ws {
 			out = append(out, env)
 		}

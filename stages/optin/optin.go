@@ -40,7 +40,7 @@ var (
 func init() {
 	pipeline.Register(pipeline.Spec[Config]{
 		Name:     Name,
-		Consumes: schemas.TopicContacts,
+		Consumes: schemas.TopicOptIn,
 		Defaults: DefaultConfig(),
 		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
 			if v := r.Settings["smtp_url"]; v != "" {
