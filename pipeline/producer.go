@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -195,18 +196,41 @@ type queued struct {
 // failed.
 type call struct {
 	remaining atomic.Int32
-	errOnce   sync.Once
-	err       error
-	done      chan struct{}
+	errMu     sync.Mutex
+	err       error         // the first error, under errMu
+	done      chan struct{} // receives once, when remaining reaches zero
+	msgs      [4]queued     // backing array of the usual call's messages
 }
 
 func (c *call) complete(err error) {
 	if err != nil {
-		c.errOnce.Do(func() { c.err = err })
+		c.errMu.Lock()
+		if c.err == nil {
+			c.err = err
+		}
+		c.errMu.Unlock()
 	}
 	if c.remaining.Add(-1) == 0 {
-		close(c.done)
+		c.done <- struct{}{} // buffered: never blocks; c is not touched after
 	}
+}
+
+// calls recycles calls that were answered: by then no queue or flusher
+// refers to them. A call whose caller gave up (ctx) is left to the GC.
+var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+// newCall returns a call awaiting n messages.
+func newCall(n int) *call {
+	c := calls.Get().(*call)
+	c.remaining.Store(int32(n))
+	return c
+}
+
+// release returns an answered call to the pool.
+func (c *call) release() {
+	c.err = nil
+	c.msgs = [4]queued{}
+	calls.Put(c)
 }
 
 // NewProducer validates cfg and returns a Producer. It checks that a broker
@@ -277,9 +301,12 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 	}
 	start := time.Now()
 	name := p.cfg.TopicPrefix + topic
-	c := &call{done: make(chan struct{})}
-	c.remaining.Store(int32(len(envs)))
-	msgs := make([]queued, len(envs))
+	c := newCall(len(envs))
+	msgs := c.msgs[:0:len(c.msgs)]
+	if len(envs) > len(c.msgs) {
+		msgs = make([]queued, 0, len(envs))
+	}
+	msgs = msgs[:len(envs)]
 	// One buffer holds every encoded value and key of this call: sized for
 	// the usual envelope, it grows (and earlier values keep the old array)
 	// when needed. It goes back to the pool once every message is answered
@@ -325,8 +352,10 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 	case <-c.done:
 		*bp = buf[:0]
 		putPublishBuf(bp)
-		if c.err != nil {
-			return fmt.Errorf("publish %s: %w", ts.name, c.err)
+		err := c.err
+		c.release()
+		if err != nil {
+			return fmt.Errorf("publish %s: %w", ts.name, err)
 		}
 		p.mAck.ObserveSince(start)
 		return nil
@@ -617,13 +646,12 @@ func (p *Producer) send(bf *brokerFlusher, parts []inflightPart) (retry bool) {
 	msgs := 0
 	for i, ip := range parts {
 		recs := make([]kafka.Record, len(ip.batch))
+		vals := make([]recordBytes, 2*len(ip.batch)) // keys and values, one allocation
 		for j := range ip.batch {
-			recs[j] = kafka.Record{
-				Time:    now,
-				Key:     kafka.NewBytes(ip.batch[j].key),
-				Value:   kafka.NewBytes(ip.batch[j].value),
-				Headers: []kafka.Header{{Key: "type", Value: []byte(ip.batch[j].typ)}},
-			}
+			k, v := &vals[2*j], &vals[2*j+1]
+			k.Reset(ip.batch[j].key)
+			v.Reset(ip.batch[j].value)
+			recs[j] = kafka.Record{Time: now, Key: k, Value: v, Headers: typeHeader(ip.batch[j].typ)}
 		}
 		msgs += len(recs)
 		rp := produceAPI.RequestPartition{
@@ -919,4 +947,33 @@ func createTopics(ctx context.Context, client *kafka.Client, names []string, par
 		}
 	}
 	return nil
+}
+
+// recordBytes is a record key or value for kafka-go's encoder (it reads them
+// through protocol.Bytes; bytes.Reader's WriteTo spares io.Copy a buffer).
+// send allocates them a batch at a time instead of two per record.
+type recordBytes struct{ bytes.Reader }
+
+// Close implements protocol.Bytes; there is nothing to release.
+func (*recordBytes) Close() error { return nil }
+
+// typeHeaders holds one read-only "type" header slice per envelope type
+// (the encoder only reads headers), for the first maxTypeHeaders types.
+var (
+	typeHeaders  sync.Map // string -> []kafka.Header
+	typeHeadersN atomic.Int32
+)
+
+const maxTypeHeaders = 256
+
+// typeHeader returns the headers of a record of envelope type typ.
+func typeHeader(typ string) []kafka.Header {
+	if h, ok := typeHeaders.Load(typ); ok {
+		return h.([]kafka.Header)
+	}
+	h := []kafka.Header{{Key: "type", Value: []byte(typ)}}
+	if typeHeadersN.Add(1) <= maxTypeHeaders {
+		typeHeaders.Store(typ, h)
+	}
+	return h
 }

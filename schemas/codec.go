@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -140,6 +141,8 @@ func appendCompactJSON(b, raw []byte) []byte {
 	return b
 }
 
+var payloadKey = []byte(`,"payload":`)
+
 // DecodeEnvelope decodes data into env with the result and errors of
 // json.Unmarshal(data, env): fields absent from data keep env's values,
 // unknown fields are ignored. Unlike json.Unmarshal, env.Payload shares
@@ -167,6 +170,15 @@ func fastDecodeEnvelope(data []byte, env *Envelope) bool {
 	if data[i] == '}' {
 		return n == 2
 	}
+	// The string fields come before the payload (AppendEnvelope's order):
+	// one copy of that head backs all of them. A plain string holds no
+	// quote, so the first `,"payload":` is the key.
+	head := ""
+	if h := bytes.Index(data, payloadKey); h > 0 {
+		head = string(data[:h])
+	} else if n <= 512 {
+		head = string(data)
+	}
 	for {
 		// Key: a plain string.
 		if i >= n || data[i] != '"' {
@@ -187,9 +199,15 @@ func fastDecodeEnvelope(data []byte, env *Envelope) bool {
 		}
 		switch string(key) {
 		case "id", "workspace", "type", "key", "causationId", "traceparent":
-			s, end, ok := plainString(data, i)
+			end, ok := plainSpan(data, i)
 			if !ok {
 				return false
+			}
+			var s string
+			if end <= len(head) {
+				s = head[i+1 : end-1] // no allocation of its own
+			} else {
+				s = string(data[i+1 : end-1])
 			}
 			switch string(key) {
 			case "id":
@@ -273,8 +291,18 @@ func fastDecodeEnvelope(data []byte, env *Envelope) bool {
 // index after the closing quote. Invalid UTF-8 sends the caller to the slow
 // path (encoding/json replaces it with U+FFFD).
 func plainString(data []byte, i int) (string, int, bool) {
-	if data[i] != '"' {
+	end, ok := plainSpan(data, i)
+	if !ok {
 		return "", 0, false
+	}
+	return string(data[i+1 : end-1]), end, true
+}
+
+// plainSpan is plainString without the copy: it returns the index after
+// the closing quote of the plain string at data[i].
+func plainSpan(data []byte, i int) (int, bool) {
+	if data[i] != '"' {
+		return 0, false
 	}
 	s := i + 1
 	e := s
@@ -290,12 +318,12 @@ func plainString(data []byte, i int) (string, int, bool) {
 		e++
 	}
 	if e >= len(data) || data[e] != '"' {
-		return "", 0, false
+		return 0, false
 	}
 	if !ascii && !utf8.Valid(data[s:e]) {
-		return "", 0, false
+		return 0, false
 	}
-	return string(data[s:e]), e + 1, true
+	return e + 1, true
 }
 
 // maxDepth bounds nesting in the validator; deeper values go to
