@@ -211,18 +211,14 @@ func (a *api) upsert(c *ingest.Call) ingest.Result {
 	if err != nil {
 		return a.internal(err)
 	}
-	ev := newEvents(ws, c.RequestID)
 	status := 200
 	if r.Created {
 		status = 201
-		ev.created(r.Contact)
-	} else if len(r.Changed) > 0 {
-		ev.updated(r.Contact, r.Changed)
 	}
 	return ingest.Result{
 		Status:   status,
 		Raw:      encodeUpsert(r),
-		Publish:  ev.out,
+		Publish:  UpsertMessages(ws, c.RequestID, r),
 		Produced: schemas.Produced{ContactIDs: []string{r.Contact.ID}},
 	}
 }

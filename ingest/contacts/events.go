@@ -53,6 +53,26 @@ func (e *events) push(topic, id, typ, contactID string, at time.Time, b []byte, 
 	}})
 }
 
+// UpsertMessages returns what an upsert announces: contact.created.v1 for a
+// new contact, contact.updated.v1 when a value changed, nothing otherwise.
+// Every path that upserts (this package's API, transactional sends with a
+// contact) publishes them, so one change has one id and one payload shape.
+func UpsertMessages(ws, requestID string, r UpsertResult) []ingest.Message {
+	ev := newEvents(ws, requestID)
+	ev.upserted(r)
+	return ev.out
+}
+
+// upserted announces the outcome of an upsert (see UpsertMessages).
+func (e *events) upserted(r UpsertResult) {
+	switch {
+	case r.Created:
+		e.created(r.Contact)
+	case len(r.Changed) > 0:
+		e.updated(r.Contact, r.Changed)
+	}
+}
+
 // contactPayload converts a Contact for contact.created/updated.
 func contactPayload(c Contact, changed []string) schemas.ContactPayload {
 	return schemas.ContactPayload{

@@ -51,9 +51,7 @@ func (a *api) send(c *ingest.Call) ingest.Result {
 	if out.answer.ContactID != nil {
 		res.Produced.ContactIDs = []string{*out.answer.ContactID}
 	}
-	for _, env := range out.contact {
-		res.Publish = append(res.Publish, ingest.Message{Topic: schemas.TopicContacts, Env: env})
-	}
+	res.Publish = append(res.Publish, out.contact...)
 	for _, env := range out.publish {
 		res.Publish = append(res.Publish, ingest.Message{Topic: schemas.TopicTransactional, Env: env})
 	}

@@ -2,6 +2,7 @@ package transactional_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -148,6 +149,21 @@ func TestContactObject(t *testing.T) {
 	}
 	if got := e.waitEnvelopes(schemas.TopicContacts, schemas.TypeContactCreated, ws, 1); len(got) != 1 {
 		t.Errorf("CONTACT_CREATED envelopes: %d", len(got))
+	} else {
+		// The payload has the shape POST /v1/contacts publishes: every key
+		// of schemas.ContactPayload, metadata null when there is none.
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal(got[0].Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"contactId", "email", "firstName", "country", "language", "status", "source", "customFields", "metadata", "createdAt", "updatedAt"} {
+			if _, ok := p[k]; !ok {
+				t.Errorf("CONTACT_CREATED payload lacks %q: %s", k, got[0].Payload)
+			}
+		}
+		if string(p["metadata"]) != "null" || string(p["customFields"]) != `{"plan":"gold"}` || string(p["firstName"]) != `"Nia"` {
+			t.Errorf("CONTACT_CREATED payload: %s", got[0].Payload)
+		}
 	}
 	// Updates without changing the status.
 	e.exec("UPDATE contacts SET status = 'UNSUBSCRIBED' WHERE workspace_id = $1 AND email = 'new@example.test'", ws)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"sendstream/ingest"
 	"sendstream/ingest/contacts"
 	"sendstream/schemas"
 	"sendstream/sinks/email"
@@ -454,7 +455,7 @@ type sendOutcome struct {
 	answer  sendAnswer
 	publish []schemas.Envelope
 	refused *refusal
-	contact []schemas.Envelope // contact events of an upsert (TopicContacts)
+	contact []ingest.Message // what the contact upsert announces (contacts.UpsertMessages)
 }
 
 // send runs a whole send: dedup, decide, upsert the contact, store, build
@@ -489,7 +490,7 @@ func (s *service) send(ctx context.Context, ws, wsName, requestID string, req *s
 			return nil, errInternal{fmt.Errorf("upsert contact: %w", err)}
 		default:
 			p.contact.ID, p.contact.Status = res.Contact.ID, res.Contact.Status
-			out.contact = contactEvents(ws, requestID, res)
+			out.contact = contacts.UpsertMessages(ws, requestID, res)
 		}
 	}
 
@@ -592,55 +593,6 @@ func (s *service) envelope(p *prepared, id string, at time.Time) (schemas.SendPa
 func (s *service) spilledEnvelope(ws, id string, at time.Time) schemas.Envelope {
 	b, _ := json.Marshal(schemas.SendPayload{MessageID: id, Spilled: true, AcceptedAt: at})
 	return schemas.Envelope{ID: id, Workspace: ws, Type: schemas.TypeTransactionalSend, Key: ws + ":" + id, OccurredAt: at, Payload: b, PayloadCompact: true}
-}
-
-// contactEvents announces what an upsert did, with the ids and keys the
-// contacts package uses for the same changes (so both never publish one
-// change under two ids).
-func contactEvents(ws, requestID string, r contacts.UpsertResult) []schemas.Envelope {
-	c := r.Contact
-	var typ, key string
-	at := c.UpdatedAt
-	switch {
-	case r.Created:
-		typ, key, at = schemas.TypeContactCreated, c.ID, c.CreatedAt
-	case len(r.Changed) > 0:
-		typ, key = schemas.TypeContactUpdated, c.ID+"@"+c.UpdatedAt.Format(time.RFC3339Nano)
-	default:
-		return nil
-	}
-	// The JSON shape of schemas.ContactPayload, built from the stored
-	// values as they are.
-	p := struct {
-		ContactID     string          `json:"contactId"`
-		Email         string          `json:"email"`
-		FirstName     *string         `json:"firstName"`
-		Country       *string         `json:"country"`
-		Language      *string         `json:"language"`
-		Status        string          `json:"status"`
-		Source        *string         `json:"source"`
-		CustomFields  json.RawMessage `json:"customFields"`
-		Metadata      json.RawMessage `json:"metadata,omitempty"`
-		CreatedAt     time.Time       `json:"createdAt"`
-		UpdatedAt     time.Time       `json:"updatedAt"`
-		UpdatedFields []string        `json:"updatedFields,omitempty"`
-	}{ContactID: c.ID, Email: c.Email, FirstName: c.FirstName, Country: c.Country, Language: c.Language, Status: c.Status,
-		Source: c.Source, CustomFields: c.CustomFields, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
-	if !r.Created {
-		p.UpdatedFields = r.Changed
-	}
-	if len(p.CustomFields) == 0 {
-		p.CustomFields = json.RawMessage(`{}`)
-	}
-	if len(c.Metadata) > 0 && string(c.Metadata) != "null" {
-		p.Metadata = c.Metadata
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil
-	}
-	return []schemas.Envelope{{ID: schemas.IDFromKey(ws, typ, key), Workspace: ws, Type: typ, Key: ws + ":" + c.ID,
-		OccurredAt: at, CausationID: requestID, Payload: b}}
 }
 
 // validateAnswer is the body of POST /v1/transactional/validate.
