@@ -42,23 +42,37 @@ const (
 // partitions, and all state (records, topics, committed group offsets) is
 // reloaded from DIR on the next start.
 func runBroker(args []string) error {
+	envProcs, err := envInt("SENDSTREAM_BROKER_PROCS", 1)
+	if err != nil {
+		return err
+	}
+	envGC, err := envInt("SENDSTREAM_BROKER_GC_PERCENT", 400)
+	if err != nil {
+		return err
+	}
+	envFsync, err := envBool("SENDSTREAM_BROKER_FSYNC")
+	if err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", ".run/kafka", "directory holding the broker's persistent state")
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
 	partitions := fs.Int("partitions", 4, "partitions of auto-created topics")
 	logLevel := fs.String("log-level", "warn", "kfake log level: none, error, warn, info, debug")
-	procs := fs.Int("procs", envInt("SENDSTREAM_BROKER_PROCS", 1), "GOMAXPROCS of the broker (default $SENDSTREAM_BROKER_PROCS or 1: kfake handles requests on one goroutine, and more threads only spin)")
-	gcPercent := fs.Int("gc-percent", envInt("SENDSTREAM_BROKER_GC_PERCENT", 400), "Go GC target of the broker, as GOGC (default $SENDSTREAM_BROKER_GC_PERCENT or 400: kfake keeps the log in memory, and at 100 re-marking it took a third of the broker's CPU)")
-	fsync := fs.Bool("fsync", os.Getenv("SENDSTREAM_BROKER_FSYNC") == "1", "fsync every produced batch before acknowledging it (default $SENDSTREAM_BROKER_FSYNC=1)")
+	procs := fs.Int("procs", envProcs, "GOMAXPROCS of the broker (default $SENDSTREAM_BROKER_PROCS or 1: kfake handles requests on one goroutine, and more threads only spin)")
+	gcPercent := fs.Int("gc-percent", envGC, "Go GC target of the broker, as GOGC (default $SENDSTREAM_BROKER_GC_PERCENT or 400: kfake keeps the log in memory, and at 100 re-marking it took a third of the broker's CPU)")
+	fsync := fs.Bool("fsync", envFsync, "fsync every produced batch before acknowledging it (default $SENDSTREAM_BROKER_FSYNC=1)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *procs >= 1 {
-		runtime.GOMAXPROCS(*procs)
+	if *procs < 1 {
+		return fmt.Errorf("broker: --procs must be at least 1, got %d", *procs)
 	}
-	if *gcPercent >= 10 {
-		debug.SetGCPercent(*gcPercent)
+	if *gcPercent < 10 {
+		return fmt.Errorf("broker: --gc-percent must be at least 10, got %d", *gcPercent)
 	}
+	runtime.GOMAXPROCS(*procs)
+	debug.SetGCPercent(*gcPercent)
 	if *partitions < 1 {
 		return fmt.Errorf("broker: --partitions must be at least 1, got %d", *partitions)
 	}
@@ -360,9 +374,29 @@ func writeFileAtomic(path, content string) error {
 }
 
 // envInt reads an integer environment variable, def when unset or invalid.
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return n
+// envInt reads a whole number from the environment variable name, def when
+// it is unset or empty.
+func envInt(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
 	}
-	return def
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: want a whole number", name, v)
+	}
+	return n, nil
+}
+
+// envBool reads 1 (true) or 0 (false) from the environment variable name;
+// unset or empty is false.
+func envBool(name string) (bool, error) {
+	switch v := os.Getenv(name); v {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s %q: want 1 or 0", name, v)
+	}
 }

@@ -281,3 +281,22 @@ func TestBrokerRefusesSecondOnSameDataDir(t *testing.T) {
 		t.Fatalf("second broker on the same dir: err=%v out=%s", err, out)
 	}
 }
+
+// TestBrokerRejectsBadSettings: a setting the broker cannot use is an error
+// naming it, not silently replaced by the default.
+func TestBrokerRejectsBadSettings(t *testing.T) {
+	for _, c := range []struct{ env, val, want string }{
+		{"SENDSTREAM_BROKER_PROCS", "two", "SENDSTREAM_BROKER_PROCS"},
+		{"SENDSTREAM_BROKER_PROCS", "0", "--procs"},
+		{"SENDSTREAM_BROKER_GC_PERCENT", "5", "--gc-percent"},
+		{"SENDSTREAM_BROKER_FSYNC", "yes", "SENDSTREAM_BROKER_FSYNC"},
+	} {
+		t.Run(c.env+"="+c.val, func(t *testing.T) {
+			t.Setenv(c.env, c.val)
+			err := runBroker([]string{"--data-dir", t.TempDir()})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("runBroker with %s=%s: %v, want an error naming %s", c.env, c.val, err, c.want)
+			}
+		})
+	}
+}

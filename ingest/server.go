@@ -314,7 +314,10 @@ func newReqState() *reqState {
 // handle is the fasthttp handler: route, cap, authenticate, check scope,
 // suspension and rate limit, validate JSON, run the handler, publish, answer.
 func (s *Server) handle(rc *fasthttp.RequestCtx) {
-	start := time.Now()
+	start := rc.Time() // fasthttp reads the clock as the request is handed over
+	if start.IsZero() {
+		start = time.Now()
+	}
 	st := s.pool.Get().(*reqState)
 	st.rc = rc
 	defer func() {
@@ -357,7 +360,7 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start t
 	c := &st.call
 	*c = Call{
 		Ctx: ctx, Principal: p, Method: string(rc.Method()), Path: string(rc.Path()),
-		Body: rc.PostBody(), Query: st.query, Header: st.header, RequestID: schemas.NewID(),
+		Body: rc.PostBody(), Query: st.query, Header: st.header, RequestID: schemas.NewIDAt(start),
 	}
 	if len(rt.params) > 0 {
 		c.Params = make(map[string]string, len(rt.params))

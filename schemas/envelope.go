@@ -35,9 +35,13 @@ type Envelope struct {
 
 // NewID returns a fresh random id: 32 hex characters whose first 12 encode the
 // current Unix milliseconds, so ids sort roughly by creation time.
-func NewID() string {
+func NewID() string { return NewIDAt(time.Now()) }
+
+// NewIDAt is NewID with t as the current time, for callers that already
+// read the clock.
+func NewIDAt(t time.Time) string {
 	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixMilli())<<16)
 	_, _ = rand.Read(b[6:])
 	var h [32]byte
 	hex.Encode(h[:], b[:])
