@@ -366,8 +366,8 @@ type fetched struct {
 // batch is what was handled since the last commit.
 type batch struct {
 	n       int
-	bytes   int // envelope bytes handled
-	first   time.Time
+	bytes   int                   // envelope bytes handled
+	due     *time.Timer           // fires FlushInterval after the batch's first envelope
 	last    map[int]kafka.Message // last handled message per partition
 	lag     map[int]int64
 	outputs map[string][]schemas.Envelope
@@ -376,6 +376,7 @@ type batch struct {
 
 func (b *batch) reset() {
 	b.n, b.bytes = 0, 0
+	b.due.Stop()
 	clear(b.last)
 	clear(b.outputs)
 	b.topics = b.topics[:0]
@@ -424,10 +425,12 @@ func (s *stageRunner) consume(ctx context.Context) error {
 	}()
 	defer func() { stopFetch(); <-fetcherDone }()
 
-	b := &batch{last: map[int]kafka.Message{}, lag: map[int]int64{}, outputs: map[string][]schemas.Envelope{}}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	// The batch's deadline is one timer armed by its first envelope, not a
+	// clock read and a reset per envelope.
+	b := &batch{last: map[int]kafka.Message{}, lag: map[int]int64{}, outputs: map[string][]schemas.Envelope{},
+		due: time.NewTimer(time.Hour)}
+	b.due.Stop()
+	defer b.due.Stop()
 
 	for {
 		if ctx.Err() != nil {
@@ -444,6 +447,11 @@ func (s *stageRunner) consume(ctx context.Context) error {
 		case s.flusher == nil:
 			select {
 			case f = <-ch:
+			case <-b.due.C: // a steady stream: FlushInterval is up
+				if err := s.complete(workCtx, r, b); err != nil {
+					return err
+				}
+				continue
 			default: // nothing waiting: finish the batch now
 				if err := s.complete(workCtx, r, b); err != nil {
 					return err
@@ -451,24 +459,14 @@ func (s *stageRunner) consume(ctx context.Context) error {
 				continue
 			}
 		default:
-			wait := time.Until(b.first.Add(s.cfg.FlushInterval))
-			if wait <= 0 {
-				if err := s.complete(workCtx, r, b); err != nil {
-					return err
-				}
-				continue
-			}
-			timer.Reset(wait)
 			select {
 			case f = <-ch:
-				timer.Stop()
-			case <-timer.C:
+			case <-b.due.C:
 				if err := s.complete(workCtx, r, b); err != nil {
 					return err
 				}
 				continue
 			case <-ctx.Done():
-				timer.Stop()
 				return s.complete(workCtx, r, b)
 			}
 		}
@@ -489,7 +487,7 @@ func (s *stageRunner) consume(ctx context.Context) error {
 			return errors.Join(err, cerr)
 		}
 		b.lag[f.m.Partition] = max(f.m.HighWaterMark-f.m.Offset-1, 0)
-		if b.n >= s.cfg.BatchSize || b.bytes >= s.cfg.BatchBytes || time.Since(b.first) >= s.cfg.FlushInterval {
+		if b.n >= s.cfg.BatchSize || b.bytes >= s.cfg.BatchBytes {
 			if err := s.complete(workCtx, r, b); err != nil {
 				return err
 			}
@@ -613,7 +611,7 @@ func (s *stageRunner) route(b *batch, in schemas.Envelope, outs []schemas.Envelo
 // done records m as finished in b.
 func (s *stageRunner) done(b *batch, m kafka.Message) {
 	if b.n == 0 {
-		b.first = time.Now()
+		b.due.Reset(s.cfg.FlushInterval)
 	}
 	b.n++
 	b.bytes += len(m.Value)

@@ -626,3 +626,52 @@ func TestRunBatchBytesEndsBatches(t *testing.T) {
 		t.Fatalf("%d flushes for %d envelopes of ~1/20 BatchBytes each; want batches ended by size", f, syncLen(sink))
 	}
 }
+
+// slowStage handles one envelope per delay and keeps no buffer (no Flush).
+type slowStage struct {
+	delay   time.Duration
+	handles atomic.Int32
+}
+
+func (s *slowStage) Handle(context.Context, schemas.Envelope) ([]schemas.Envelope, error) {
+	time.Sleep(s.delay)
+	s.handles.Add(1)
+	return nil, nil
+}
+
+// TestRunFlushIntervalEndsBatchesOfASteadyStream: when envelopes are always
+// waiting (the stage is slower than its backlog), a batch still ends
+// FlushInterval after its first envelope: a Flusher is flushed and a plain
+// stage commits while the backlog lasts, not only once it runs dry.
+func TestRunFlushIntervalEndsBatchesOfASteadyStream(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	const n = 600 // about 1.2 s of handling at 2 ms each
+	publishN(t, p, tIn, n)
+
+	sink := &sync.Map{}
+	flusher := &sinkStage{sink: sink, slow: 2 * time.Millisecond}
+	plain := &slowStage{delay: 2 * time.Millisecond}
+	cfg := testRunConfig(brokers, p, registered("steady-flusher", flusher), registered("steady-plain", plain))
+	cfg.BatchSize, cfg.FlushInterval = 1_000_000, 100*time.Millisecond
+	startRun(t, cfg)
+
+	var flushesMidway int32
+	var committedMidway int64
+	waitFor(t, "half the backlog handled", 20*time.Second, func() bool {
+		if flusher.handles.Load() < n/2 || plain.handles.Load() < n/2 {
+			return false
+		}
+		flushesMidway = flusher.flushes.Load()
+		committedMidway = totalCommitted(t, brokers, "steady-plain")
+		return true
+	})
+	if flushesMidway < 3 {
+		t.Errorf("%d flushes after %d of %d envelopes at 2 ms each with a 100 ms interval; want batches ended by time", flushesMidway, n/2, n)
+	}
+	if committedMidway == 0 {
+		t.Errorf("the plain stage committed nothing after %d of %d envelopes; want commits every 100 ms", n/2, n)
+	}
+	waitFor(t, "everything committed", 20*time.Second, func() bool {
+		return totalCommitted(t, brokers, "steady-plain") == n && totalCommitted(t, brokers, "steady-flusher") == n
+	})
+}
