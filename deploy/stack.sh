@@ -313,7 +313,10 @@ ch_up() {
 			fi
 			ch_config "$tcp" "$http"
 			# 9>&-: the server must not inherit (and so hold) the stack lock.
-			setsid clickhouse-server --config-file="$d/config.xml" </dev/null >>"$d/log/stdout.log" 2>&1 9>&- &
+			# nice 10: ClickHouse's work here (batched inserts, background
+			# merges) can wait; on a small machine its merge bursts must not
+			# take the CPU from Postgres and the API's latency-bound path.
+			setsid nice -n 10 clickhouse-server --config-file="$d/config.xml" </dev/null >>"$d/log/stdout.log" 2>&1 9>&- &
 			echo $! >"$d/server.pid"
 			wait_for clickhouse 60 ch_ping "$http" ||
 				die "clickhouse did not start: see $d/log/clickhouse-server.err.log"
