@@ -302,9 +302,9 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 	start := time.Now()
 	name := p.cfg.TopicPrefix + topic
 	c := newCall(len(envs))
-	msgs := c.msgs[:0:len(c.msgs)]
-	if len(envs) > len(c.msgs) {
-		msgs = make([]queued, 0, len(envs))
+	msgs := c.msgs[:]
+	if len(envs) > len(msgs) {
+		msgs = make([]queued, len(envs))
 	}
 	msgs = msgs[:len(envs)]
 	// One buffer holds every encoded value and key of this call: sized for

@@ -437,6 +437,7 @@ func (s *stageRunner) consume(ctx context.Context) error {
 			return s.complete(workCtx, r, b)
 		}
 		var f fetched
+		got := true
 		switch {
 		case b.n == 0:
 			select {
@@ -445,30 +446,29 @@ func (s *stageRunner) consume(ctx context.Context) error {
 				return s.complete(workCtx, r, b)
 			}
 		case s.flusher == nil:
+			// The batch ends when nothing is waiting, or when a steady
+			// stream has run for FlushInterval.
 			select {
 			case f = <-ch:
-			case <-b.due.C: // a steady stream: FlushInterval is up
-				if err := s.complete(workCtx, r, b); err != nil {
-					return err
-				}
-				continue
-			default: // nothing waiting: finish the batch now
-				if err := s.complete(workCtx, r, b); err != nil {
-					return err
-				}
-				continue
+			case <-b.due.C:
+				got = false
+			default:
+				got = false
 			}
 		default:
 			select {
 			case f = <-ch:
-			case <-b.due.C:
-				if err := s.complete(workCtx, r, b); err != nil {
-					return err
-				}
-				continue
+			case <-b.due.C: // FlushInterval is up
+				got = false
 			case <-ctx.Done():
 				return s.complete(workCtx, r, b)
 			}
+		}
+		if !got {
+			if err := s.complete(workCtx, r, b); err != nil {
+				return err
+			}
+			continue
 		}
 		if f.err != nil {
 			if ctx.Err() != nil {

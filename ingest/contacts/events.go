@@ -59,18 +59,13 @@ func (e *events) push(topic, id, typ, contactID string, at time.Time, b []byte, 
 // contact) publishes them, so one change has one id and one payload shape.
 func UpsertMessages(ws, requestID string, r UpsertResult) []ingest.Message {
 	ev := newEvents(ws, requestID)
-	ev.upserted(r)
-	return ev.out
-}
-
-// upserted announces the outcome of an upsert (see UpsertMessages).
-func (e *events) upserted(r UpsertResult) {
 	switch {
 	case r.Created:
-		e.created(r.Contact)
+		ev.created(r.Contact)
 	case len(r.Changed) > 0:
-		e.updated(r.Contact, r.Changed)
+		ev.updated(r.Contact, r.Changed)
 	}
+	return ev.out
 }
 
 // contactPayload converts a Contact for contact.created/updated.
