@@ -28,11 +28,11 @@ func appendRequestLog(b []byte, rl *schemas.RequestLog) []byte {
 	b = schemas.AppendJSONString(b, rl.KeyKind)
 	if rl.RequestBody != "" {
 		b = append(b, `,"requestBody":`...)
-		b = schemas.AppendJSONString(b, rl.RequestBody)
+		b = schemas.AppendBody(b, string(rl.RequestBody))
 	}
 	if rl.ResponseBody != "" {
 		b = append(b, `,"responseBody":`...)
-		b = schemas.AppendJSONString(b, rl.ResponseBody)
+		b = schemas.AppendBody(b, string(rl.ResponseBody))
 	}
 	if rl.Truncated {
 		b = append(b, `,"truncated":true`...)

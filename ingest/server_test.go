@@ -366,16 +366,16 @@ func TestRequestLogRecordRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, leaked := range []string{"hunter2", `"k"`, `"s"`, "aGVsbG8=", "should-not-be-logged"} {
-		if strings.Contains(rl.RequestBody+rl.ResponseBody, leaked) {
+		if strings.Contains(string(rl.RequestBody+rl.ResponseBody), leaked) {
 			t.Fatalf("secret %s leaked into the request log:\n%s\n%s", leaked, rl.RequestBody, rl.ResponseBody)
 		}
 	}
 	for _, want := range []string{`"Password":"[REDACTED]"`, `"keep":"me"`, `"api_key":"[REDACTED]"`, `"clientSecret":"[REDACTED]"`, `"content":"[OMITTED 5 bytes]"`, `"filename":"a.pdf"`} {
-		if !strings.Contains(rl.RequestBody, want) {
+		if !strings.Contains(string(rl.RequestBody), want) {
 			t.Fatalf("request body %s lacks %s", rl.RequestBody, want)
 		}
 	}
-	if !strings.Contains(rl.ResponseBody, `"accessToken":"[REDACTED]"`) {
+	if !strings.Contains(string(rl.ResponseBody), `"accessToken":"[REDACTED]"`) {
 		t.Fatalf("response body not redacted: %s", rl.ResponseBody)
 	}
 	if rl.Method != "POST" || rl.Path != "/api/v1/test/abc/echo" || rl.Status != 200 || rl.KeyKind != "api_key" || rl.KeyID == "" ||
@@ -394,7 +394,7 @@ func TestRequestLogRecordRedacted(t *testing.T) {
 		}
 		var rl schemas.RequestLog
 		_ = json.Unmarshal(e.Payload, &rl)
-		if !rl.Truncated || len(rl.RequestBody) != 4096 || !strings.HasPrefix(rl.RequestBody, `{"password":"[REDACTED]"`) {
+		if !rl.Truncated || len(rl.RequestBody) != 4096 || !strings.HasPrefix(string(rl.RequestBody), `{"password":"[REDACTED]"`) {
 			t.Fatalf("truncated record: truncated=%v len=%d %.60s", rl.Truncated, len(rl.RequestBody), rl.RequestBody)
 		}
 		return

@@ -405,13 +405,17 @@ func (s *stageRunner) consume(ctx context.Context) error {
 	fetchCtx, stopFetch := context.WithCancel(ctx)
 	ch := make(chan fetched, 256)
 	fetcherDone := make(chan struct{})
+	decode := schemas.DecodeEnvelope
+	if s.reg.UncheckedPayload {
+		decode = schemas.DecodeEnvelopeUnchecked
+	}
 	go func() {
 		defer close(fetcherDone)
 		for {
 			var f fetched
 			f.m, f.err = r.FetchMessage(fetchCtx)
 			if f.err == nil {
-				f.decodeErr = schemas.DecodeEnvelope(f.m.Value, &f.env)
+				f.decodeErr = decode(f.m.Value, &f.env)
 			}
 			select {
 			case ch <- f:

@@ -73,24 +73,32 @@ type Resources struct {
 // for a stage that buffers anyway (a Flusher writing batches), at the cost
 // of up to MaxWait of added latency when traffic is light. Zero fetches as
 // soon as one record is there.
+//
+// UncheckedPayload is for a stage whose Handle parses env.Payload with a
+// parser that refuses anything but exactly one valid JSON value: the runner
+// then decodes envelopes with schemas.DecodeEnvelopeUnchecked and skips one
+// pass over every payload. A payload such a parser refuses dead-letters the
+// envelope, as Handle's errors do.
 type Spec[C any] struct {
-	Name          string
-	Consumes      string
-	Produces      []string
-	Route         func(out schemas.Envelope) string
-	Defaults      C
-	New           func(ctx context.Context, r Resources, cfg C) (Stage, error)
-	FetchMinBytes int
+	Name             string
+	Consumes         string
+	Produces         []string
+	Route            func(out schemas.Envelope) string
+	Defaults         C
+	New              func(ctx context.Context, r Resources, cfg C) (Stage, error)
+	FetchMinBytes    int
+	UncheckedPayload bool
 }
 
 // Registered is the type-erased form of a Spec kept in the registry.
 type Registered struct {
-	Name          string
-	Consumes      string
-	Produces      []string
-	Route         func(out schemas.Envelope) string // nil: Produces[0]
-	Build         func(ctx context.Context, r Resources) (Stage, error)
-	FetchMinBytes int // see Spec
+	Name             string
+	Consumes         string
+	Produces         []string
+	Route            func(out schemas.Envelope) string // nil: Produces[0]
+	Build            func(ctx context.Context, r Resources) (Stage, error)
+	FetchMinBytes    int  // see Spec
+	UncheckedPayload bool // see Spec
 }
 
 var (
@@ -114,7 +122,8 @@ func Register[C any](s Spec[C]) {
 		panic("pipeline: duplicate stage " + s.Name)
 	}
 	registry[s.Name] = Registered{
-		Name: s.Name, Consumes: s.Consumes, Produces: s.Produces, Route: s.Route, FetchMinBytes: s.FetchMinBytes,
+		Name: s.Name, Consumes: s.Consumes, Produces: s.Produces, Route: s.Route,
+		FetchMinBytes: s.FetchMinBytes, UncheckedPayload: s.UncheckedPayload,
 		Build: func(ctx context.Context, r Resources) (Stage, error) {
 			return s.New(ctx, r, s.Defaults)
 		},

@@ -149,8 +149,24 @@ var payloadKey = []byte(`,"payload":`)
 // data's memory when the fast path decodes it: data must not be modified
 // while env is in use. Safe for concurrent use on distinct envs.
 func DecodeEnvelope(data []byte, env *Envelope) error {
+	return decodeEnvelope(data, env, true)
+}
+
+// DecodeEnvelopeUnchecked is DecodeEnvelope for a consumer whose payload
+// parser accepts nothing but exactly one valid JSON value: when the payload
+// is the last member, as AppendEnvelope and json.Marshal write it, and
+// every member that is always written came before it, env.Payload is the
+// bytes between `"payload":` and the final '}' without the check that they
+// are valid JSON. The parser then does that check. A payload followed by
+// more members shows up as bytes after the value, which such a parser
+// rejects.
+func DecodeEnvelopeUnchecked(data []byte, env *Envelope) error {
+	return decodeEnvelope(data, env, false)
+}
+
+func decodeEnvelope(data []byte, env *Envelope, check bool) error {
 	tmp := *env
-	if fastDecodeEnvelope(data, &tmp) {
+	if fastDecodeEnvelope(data, &tmp, check) {
 		*env = tmp
 		return nil
 	}
@@ -160,8 +176,9 @@ func DecodeEnvelope(data []byte, env *Envelope) error {
 // fastDecodeEnvelope decodes the shapes AppendEnvelope and encoding/json
 // write: one object, no insignificant whitespace outside the payload, keys
 // spelled exactly as the struct tags, string values without escapes. It
-// returns false, leaving env partly written, for anything else.
-func fastDecodeEnvelope(data []byte, env *Envelope) bool {
+// returns false, leaving env partly written, for anything else. check false
+// takes a final payload unchecked (DecodeEnvelopeUnchecked).
+func fastDecodeEnvelope(data []byte, env *Envelope, check bool) bool {
 	n := len(data)
 	if n < 2 || data[0] != '{' {
 		return false
@@ -173,6 +190,7 @@ func fastDecodeEnvelope(data []byte, env *Envelope) bool {
 	// The string fields come before the payload (AppendEnvelope's order):
 	// one copy of that head backs all of them. A plain string holds no
 	// quote, so the first `,"payload":` is the key.
+	seen := 0 // bit per member always written: id, workspace, type, key, occurredAt, attempt
 	head := ""
 	if h := bytes.Index(data, payloadKey); h > 0 {
 		head = string(data[:h])
@@ -212,11 +230,15 @@ func fastDecodeEnvelope(data []byte, env *Envelope) bool {
 			switch string(key) {
 			case "id":
 				env.ID = s
+				seen |= 1
 			case "workspace":
 				env.Workspace = s
+				seen |= 2
 			case "type":
 				env.Type = s
+				seen |= 4
 			case "key":
+				seen |= 8
 				if s == env.Workspace {
 					s = env.Workspace // share the workspace's string
 				}
@@ -241,6 +263,7 @@ func fastDecodeEnvelope(data []byte, env *Envelope) bool {
 			if err := env.OccurredAt.UnmarshalJSON(data[i : e+1]); err != nil {
 				return false
 			}
+			seen |= 16
 			i = e + 1
 		case "attempt":
 			e := i
@@ -260,8 +283,13 @@ func fastDecodeEnvelope(data []byte, env *Envelope) bool {
 				return false
 			}
 			env.Attempt = int(v)
+			seen |= 32
 			i = e
 		case "payload":
+			if !check && seen == 63 && n-1 > i && data[n-1] == '}' && !isSpace(data[i]) && !isSpace(data[n-2]) {
+				env.Payload = json.RawMessage(data[i : n-1 : n-1])
+				return true
+			}
 			var v validator
 			end, ok := v.value(data, i)
 			if !ok {

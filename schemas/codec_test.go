@@ -108,6 +108,29 @@ func checkDecode(t *testing.T, data []byte, init Envelope) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decode %q:\n got %#v\nwant %#v", data, got, want)
 	}
+	checkUnchecked(t, data, init)
+}
+
+// checkUnchecked: DecodeEnvelopeUnchecked accepts whatever DecodeEnvelope
+// accepts, and whenever its payload is valid JSON (what a strict payload
+// parser accepts) the envelope is exactly DecodeEnvelope's.
+func checkUnchecked(t *testing.T, data []byte, init Envelope) {
+	t.Helper()
+	want := init
+	werr := DecodeEnvelope(data, &want)
+	got := init
+	gerr := DecodeEnvelopeUnchecked(data, &got)
+	switch {
+	case gerr != nil && werr == nil:
+		t.Fatalf("unchecked refused %q: %v", data, gerr)
+	case gerr != nil || (got.Payload != nil && !json.Valid(got.Payload)):
+		return // refused, or left for the payload parser to refuse
+	case werr != nil:
+		t.Fatalf("unchecked took %q with a valid payload %q; DecodeEnvelope: %v", data, got.Payload, werr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("unchecked decode %q:\n got %#v\nwant %#v", data, got, want)
+	}
 }
 
 func TestDecodeEnvelopeMatchesEncodingJSON(t *testing.T) {
@@ -169,6 +192,14 @@ func TestDecodeEnvelopeMatchesEncodingJSON(t *testing.T) {
 		`{"id":"`,
 		`{"attempt":-}`,
 		`{"attempt":}`,
+		// Every member before a final payload: the unchecked shortcut.
+		`{"id":"i","workspace":"w","type":"t","key":"k","occurredAt":"2026-11-22T03:34:24Z","attempt":0,"payload":{"a":[1,"}"]}}`,
+		`{"id":"i","workspace":"w","type":"t","key":"k","occurredAt":"2026-11-22T03:34:24Z","attempt":0,"payload":{"a":1},"traceparent":"x"}`,
+		`{"id":"i","workspace":"w","type":"t","key":"k","occurredAt":"2026-11-22T03:34:24Z","attempt":0,"payload":{"a":1},"id":"j"}`,
+		`{"id":"i","workspace":"w","type":"t","key":"k","occurredAt":"2026-11-22T03:34:24Z","attempt":0,"payload":{"a":}}`,
+		`{"id":"i","workspace":"w","type":"t","key":"k","occurredAt":"2026-11-22T03:34:24Z","attempt":0,"payload":1 }`,
+		`{"id":"i","workspace":"w","type":"t","key":"k","occurredAt":"2026-11-22T03:34:24Z","attempt":0,"payload": 1}`,
+		`{"id":"i","workspace":"w","type":"t","key":"k","occurredAt":"2026-11-22T03:34:24Z","attempt":0,"payload":}`,
 	}
 	inits := []Envelope{{}, sampleEnvelope()}
 	for _, in := range inputs {
@@ -208,7 +239,7 @@ func TestFastPathsTaken(t *testing.T) {
 	}
 	b, _ := AppendEnvelope(nil, &env)
 	var got Envelope
-	if !fastDecodeEnvelope(b, &got) {
+	if !fastDecodeEnvelope(b, &got, true) {
 		t.Fatal("an encoded envelope was sent to the slow path")
 	}
 	if isClean(json.RawMessage(`{"a": 1}`)) || isClean(json.RawMessage(`"<"`)) {

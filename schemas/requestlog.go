@@ -1,6 +1,12 @@
 package schemas
 
-import "time"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+)
 
 // TypeRequestLogged is the envelope type of a request-log record.
 const TypeRequestLogged = "request.logged.v1"
@@ -17,7 +23,8 @@ type Produced struct {
 
 // RequestLog is the payload of a request.logged.v1 envelope: one
 // authenticated call to /v1/*, /public/events, /public/journeys/trigger or
-// /mcp. Bodies are already redacted and capped at ingest.
+// /mcp. Bodies are already redacted and capped at ingest; see Body for how
+// they are written.
 type RequestLog struct {
 	At           time.Time `json:"at"`
 	Method       string    `json:"method"`
@@ -26,10 +33,61 @@ type RequestLog struct {
 	DurationUS   int64     `json:"durationUs"`
 	KeyID        string    `json:"keyId"`
 	KeyKind      string    `json:"keyKind"`
-	RequestBody  string    `json:"requestBody,omitempty"`
-	ResponseBody string    `json:"responseBody,omitempty"`
+	RequestBody  Body      `json:"requestBody,omitempty"`
+	ResponseBody Body      `json:"responseBody,omitempty"`
 	Truncated    bool      `json:"truncated,omitempty"`
 	Produced     Produced  `json:"produced"`
 	IP           string    `json:"ip,omitempty"`
 	UserAgent    string    `json:"userAgent,omitempty"`
+}
+
+// Body is the text of a request or response body in the request log. In
+// JSON it is the body itself when the text is a JSON object or array that
+// encoding/json would write unchanged (compact; no <, >, &, U+2028 or
+// U+2029), and otherwise a JSON string holding the text (a body that is
+// not JSON, or was cut at the cap). A consumer thus reads JSON bodies as
+// JSON, ingest copies them instead of escaping them, and the text
+// round-trips exactly either way.
+type Body string
+
+// MarshalJSON writes b as AppendBody does.
+func (b Body) MarshalJSON() ([]byte, error) { return AppendBody(nil, string(b)), nil }
+
+// UnmarshalJSON reads either form; null leaves b unchanged.
+func (b *Body) UnmarshalJSON(data []byte) error {
+	if len(data) == 0 {
+		return errors.New("request log body: empty JSON value")
+	}
+	switch data[0] {
+	case '{', '[':
+		*b = Body(data)
+		return nil
+	case 'n':
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("request log body: %w", err)
+	}
+	*b = Body(s)
+	return nil
+}
+
+// AppendBody appends text as a Body's JSON: the text itself when it is a
+// clean JSON object or array, else a JSON string.
+func AppendBody(dst []byte, text string) []byte {
+	if len(text) > 0 && (text[0] == '{' || text[0] == '[') {
+		if _, clean := checkJSON(unsafe.Slice(unsafe.StringData(text), len(text))); clean {
+			return append(dst, text...)
+		}
+	}
+	return AppendJSONString(dst, text)
+}
+
+// JSONValueEnd returns the index just after the valid JSON value that
+// starts exactly at b[i], or ok false when there is none (nesting beyond
+// the validator's bound included).
+func JSONValueEnd(b []byte, i int) (end int, ok bool) {
+	var v validator
+	return v.value(b, i)
 }

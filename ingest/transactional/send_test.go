@@ -148,7 +148,7 @@ func TestSendDeliversTheRenderedMessage(t *testing.T) {
 		if rl.Path == "/api/v1/transactional/send" && (len(rl.Produced.MessageIDs) != 1 || rl.Produced.MessageIDs[0] != id || rl.Produced.ExternalID != "order-42" || rl.Produced.Recipient != "ada@example.test") {
 			t.Errorf("request log produced: %+v", rl.Produced)
 		}
-		if strings.Contains(rl.RequestBody, b64(pdf)[:40]) {
+		if strings.Contains(string(rl.RequestBody), b64(pdf)[:40]) {
 			t.Error("attachment content in the request log")
 		}
 	}

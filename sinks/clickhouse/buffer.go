@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -17,8 +18,13 @@ import (
 type Buffer[R any] struct {
 	mu   sync.Mutex
 	rows []R
-	ids  []string       // ids[i] is the id of rows[i]
-	seen map[string]int // id -> index in rows
+	ids  []string // ids[i] is the id of rows[i]
+	// seen maps an id's hash to its index in rows: a fixed-size key is
+	// cheaper to hash and compare than the id. ids confirms a hit; an id
+	// whose hash is taken by another (a 64-bit collision) goes to clash.
+	seen  map[uint64]int
+	clash map[string]int
+	seed  maphash.Seed
 }
 
 // Add buffers r under id unless a row with that id is buffered already (the
@@ -26,10 +32,11 @@ type Buffer[R any] struct {
 func (b *Buffer[R]) Add(id string, r R) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, dup := b.seen[id]; dup {
+	h, _, dup, taken := b.slot(id)
+	if dup {
 		return false
 	}
-	b.push(id, r)
+	b.push(id, h, taken, r)
 	return true
 }
 
@@ -39,20 +46,44 @@ func (b *Buffer[R]) Add(id string, r R) bool {
 func (b *Buffer[R]) Put(id string, r R) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if i, dup := b.seen[id]; dup {
+	h, i, dup, taken := b.slot(id)
+	if dup {
 		b.rows[i] = r
 		return false
 	}
-	b.push(id, r)
+	b.push(id, h, taken, r)
 	return true
 }
 
-// push appends r under the new id; b.mu is held.
-func (b *Buffer[R]) push(id string, r R) {
+// slot hashes id and returns its row index when it is buffered; taken says
+// whether the hash is in seen (id's own, or another id's on a collision).
+// b.mu is held.
+func (b *Buffer[R]) slot(id string) (h uint64, i int, ok, taken bool) {
 	if b.seen == nil {
-		b.seen = map[string]int{}
+		b.seed = maphash.MakeSeed()
+		b.seen = map[uint64]int{}
 	}
-	b.seen[id] = len(b.rows)
+	h = maphash.String(b.seed, id)
+	i, taken = b.seen[h]
+	if taken && b.ids[i] == id {
+		return h, i, true, true
+	}
+	if taken {
+		i, ok = b.clash[id]
+	}
+	return h, i, ok, taken
+}
+
+// push appends r under a new id, with slot's h and taken; b.mu is held.
+func (b *Buffer[R]) push(id string, h uint64, taken bool, r R) {
+	if taken {
+		if b.clash == nil {
+			b.clash = map[string]int{}
+		}
+		b.clash[id] = len(b.rows)
+	} else {
+		b.seen[h] = len(b.rows)
+	}
 	b.rows = append(b.rows, r)
 	b.ids = append(b.ids, id)
 }
@@ -94,6 +125,7 @@ func (b *Buffer[R]) Flush(ctx context.Context, conn driver.Conn, breaker *pipeli
 	clear(b.ids)
 	b.ids = b.ids[:0]
 	clear(b.seen)
+	clear(b.clash)
 	return nil
 }
 

@@ -158,3 +158,47 @@ func dump(r row) string {
 		r.journeyRunIDs, r.contactIDs, r.recipient, r.externalID, r.ip, r.userAgent, r.received})
 	return string(b)
 }
+
+// TestDecodeUncheckedEnvelopes: the stage reads envelopes without the
+// payload check (Spec.UncheckedPayload), so decode must refuse a payload
+// that is not exactly one JSON value, and take the usual shape as the
+// checked decode does.
+func TestDecodeUncheckedEnvelopes(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	env := envelope(t, "e1", sample(now))
+	b, err := schemas.AppendEnvelope(nil, &env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checked, unchecked schemas.Envelope
+	if err := schemas.DecodeEnvelope(b, &checked); err != nil {
+		t.Fatal(err)
+	}
+	if err := schemas.DecodeEnvelopeUnchecked(b, &unchecked); err != nil {
+		t.Fatal(err)
+	}
+	want, err := decode(checked, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decode(unchecked, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dump(got) != dump(want) {
+		t.Fatalf("unchecked decode:\n got %s\nwant %s", dump(got), dump(want))
+	}
+
+	// Members after the payload (not how Go writes an envelope) reach
+	// decode as trailing bytes: refused, never half read.
+	for _, tail := range []string{`,"traceparent":"t"}`, `,"id":"e2"}`, `x}`} {
+		bad := append(append([]byte(nil), b[:len(b)-1]...), tail...)
+		var e schemas.Envelope
+		if err := schemas.DecodeEnvelopeUnchecked(bad, &e); err != nil {
+			continue // refused by the envelope decode itself
+		}
+		if _, err := decode(e, now); err == nil {
+			t.Fatalf("decode took a payload with %q after it: %q", tail, e.Payload)
+		}
+	}
+}

@@ -155,6 +155,22 @@ func (l *lexer) escaped(s int) (string, bool) {
 	return "", false
 }
 
+// body reads a schemas.Body: a string, or an object or array taken as its
+// text.
+func (l *lexer) body() (schemas.Body, bool) {
+	if l.peek('{') || l.peek('[') {
+		end, ok := schemas.JSONValueEnd(l.data, l.i)
+		if !ok {
+			return "", false
+		}
+		s := l.src[l.i:end]
+		l.i = end
+		return schemas.Body(s), true
+	}
+	s, ok := l.str()
+	return schemas.Body(s), ok
+}
+
 // integer reads a plain integer (no fraction, exponent or leading zero).
 func (l *lexer) integer() (int64, bool) {
 	d := l.data
@@ -296,9 +312,9 @@ func fastPayload(data []byte, p *schemas.RequestLog) bool {
 		case "keyKind":
 			p.KeyKind, ok = l.str()
 		case "requestBody":
-			p.RequestBody, ok = l.str()
+			p.RequestBody, ok = l.body()
 		case "responseBody":
-			p.ResponseBody, ok = l.str()
+			p.ResponseBody, ok = l.body()
 		case "truncated":
 			p.Truncated, ok = l.boolean()
 		case "ip":

@@ -3,6 +3,7 @@ package requestlog
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,14 @@ func TestDecodePayloadMatchesEncodingJSON(t *testing.T) {
 		`{"method":"GET"}x`,
 		`{"method":"GET"`,
 		``,
+		`{"requestBody":{"a":[1,{"b":"c"}]},"responseBody":[]}`,
+		`{"requestBody":{"a": 1 },"responseBody":"{\"x\":1}"}`,
+		`{"requestBody":{"a":1}x}`,
+		`{"requestBody":{"a":}}`,
+		`{"requestBody":{"a":1},"requestBody":"text"}`,
+		`{"responseBody":null}`,
+		`{"responseBody":12}`,
+		`{"responseBody":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}`,
 	}
 	for _, in := range inputs {
 		checkPayload(t, []byte(in))
@@ -103,6 +112,7 @@ func FuzzDecodePayload(f *testing.F) {
 	f.Add(fullPayload(f))
 	f.Add([]byte(`{"at":"2026-01-02T03:04:05Z","method":"GET","status":200,"truncated":false,"produced":{"eventIds":["\u00e9"]}}`))
 	f.Add([]byte(`{"requestBody":"{\"a\":\"\\u003c\"}","Path":"/x"}`))
+	f.Add([]byte(`{"requestBody":{"a":["\u003c",1.5e3,null]},"responseBody":[true]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkPayload(t, data)
 	})

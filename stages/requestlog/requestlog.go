@@ -43,6 +43,8 @@ func init() {
 		// Rows are inserted once a second anyway: fetch in large chunks
 		// rather than once per produce request of the ingest tier.
 		FetchMinBytes: 256 << 10,
+		// decodePayload accepts one valid JSON value and nothing more.
+		UncheckedPayload: true,
 		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
 			return New(ctx, r, cfg)
 		},
@@ -198,8 +200,8 @@ func decode(env schemas.Envelope, now time.Time) (row, error) {
 		durationUS:    uint64(p.DurationUS),
 		keyID:         p.KeyID,
 		keyKind:       p.KeyKind,
-		requestBody:   p.RequestBody,
-		responseBody:  p.ResponseBody,
+		requestBody:   string(p.RequestBody),
+		responseBody:  string(p.ResponseBody),
 		truncated:     truncated,
 		messageIDs:    orEmpty(p.Produced.MessageIDs),
 		eventIDs:      orEmpty(p.Produced.EventIDs),

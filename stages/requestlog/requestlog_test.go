@@ -31,7 +31,7 @@ func full(at time.Time, n int) schemas.RequestLog {
 	return schemas.RequestLog{
 		At: at, Method: "POST", Path: fmt.Sprintf("/v1/transactional/%d", n), Status: 200 + n,
 		DurationUS: int64(1000*n + 234), KeyID: fmt.Sprintf("key_%d", n), KeyKind: "api_key",
-		RequestBody: fmt.Sprintf(`{"to":"u%d@example.com","password":"[redacted]"}`, n), ResponseBody: `{"ok":true}`,
+		RequestBody: schemas.Body(fmt.Sprintf(`{"to":"u%d@example.com","password":"[redacted]"}`, n)), ResponseBody: `{"ok":true}`,
 		Truncated: n%2 == 1,
 		Produced: schemas.Produced{
 			MessageIDs: []string{fmt.Sprintf("msg_%d", n), "msg_x"}, EventIDs: []string{fmt.Sprintf("evt_%d", n)},

@@ -1,0 +1,64 @@
+package schemas
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBodyForms: a clean JSON object or array is written as itself, any
+// other text as a string, and both read back to the same text, through
+// AppendBody and through encoding/json.
+func TestBodyForms(t *testing.T) {
+	cases := []struct {
+		text string
+		raw  bool // written as JSON rather than as a string
+	}{
+		{`{"a":1,"b":[true,null,"x"]}`, true},
+		{`[1,2]`, true},
+		{`{}`, true},
+		{`{"a": 1}`, false},    // whitespace: encoding/json would compact it
+		{`{"a":"<b>"}`, false}, // encoding/json would escape <, >
+		{`{"a":"` + "\u2028" + `"}`, false},
+		{`{"cut":"abc`, false}, // cut at the cap
+		{`not json`, false},
+		{`"a string"`, false},
+		{`12`, false},
+		{``, false},
+		{`{"a":1}x`, false},
+		{strings.Repeat("[", 600) + strings.Repeat("]", 600), false}, // beyond the validator's depth
+	}
+	for _, c := range cases {
+		got := AppendBody(nil, c.text)
+		if raw := len(got) > 0 && got[0] != '"'; raw != c.raw {
+			t.Errorf("AppendBody(%q) = %s: raw %v, want %v", c.text, got, raw, c.raw)
+		}
+		m, err := json.Marshal(Body(c.text))
+		if err != nil || string(m) != string(got) {
+			t.Errorf("json.Marshal(Body(%q)) = %s, %v; AppendBody wrote %s", c.text, m, err, got)
+		}
+		var back Body
+		if err := json.Unmarshal(got, &back); err != nil || string(back) != c.text {
+			t.Errorf("Body %s read back as %q, %v; want %q", got, back, err, c.text)
+		}
+	}
+}
+
+func FuzzBodyRoundTrip(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a": 1}`, `[`, "{\"a\":\"\xff\"}", `{"a":"\u003c"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		got := AppendBody(nil, text)
+		var back Body
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("Body %q wrote %s, which does not read back: %v", text, got, err)
+		}
+		if got[0] != '"' && string(back) != text {
+			t.Fatalf("raw Body %q read back as %q", text, back)
+		}
+		if m, err := json.Marshal(Body(text)); err != nil || string(m) != string(got) {
+			t.Fatalf("json.Marshal(Body(%q)) = %s, %v; AppendBody wrote %s", text, m, err, got)
+		}
+	})
+}
