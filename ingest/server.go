@@ -181,11 +181,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.reqCtx = newDeadlines(s.base, s.cfg.RequestTimeout)
 	s.pool.New = func() any { return newReqState() }
 	s.fast = &fasthttp.Server{
-		Handler:               s.handle,
-		ErrorHandler:          s.handleReadError,
-		Name:                  "sendstream",
-		MaxRequestBodySize:    maxBody,
-		ReadBufferSize:        16 << 10, // request line + headers; larger answer 400
+		Handler:            s.handle,
+		ErrorHandler:       s.handleReadError,
+		Name:               "sendstream",
+		MaxRequestBodySize: maxBody,
+		ReadBufferSize:     16 << 10, // request line + headers; larger answer 400
 		// No ReadTimeout or IdleTimeout: Serve's timeoutListener enforces
 		// cfg.ReadTimeout for less per request.
 		NoDefaultServerHeader: true,
