@@ -56,7 +56,7 @@ func (s *Server) coreRoutes() []Route {
 }
 
 func me(c *Call) Result {
-	return Result{Status: 200, Raw: appendMe(make([]byte, 0, 256), c.Principal)}
+	return Result{Status: 200, Raw: appendMe(make([]byte, 0, 256), c.Principal), RawJSON: true}
 }
 
 // appendMe writes the Me answer of p, as encoding/json would write Me.

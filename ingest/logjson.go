@@ -9,8 +9,9 @@ import (
 
 // appendRequestLog encodes rl exactly as encoding/json would (same field
 // order, omitempty and escaping), without reflection: it runs for every
-// logged call.
-func appendRequestLog(b []byte, rl *schemas.RequestLog) []byte {
+// logged call. respJSON says rl.ResponseBody is what encoding/json writes,
+// so an object or array is copied without AppendBody's check.
+func appendRequestLog(b []byte, rl *schemas.RequestLog, respJSON bool) []byte {
 	b = append(b, `{"at":`...)
 	b = append(b, '"')
 	b = rl.At.AppendFormat(b, time.RFC3339Nano)
@@ -32,7 +33,11 @@ func appendRequestLog(b []byte, rl *schemas.RequestLog) []byte {
 	}
 	if rl.ResponseBody != "" {
 		b = append(b, `,"responseBody":`...)
-		b = schemas.AppendBody(b, string(rl.ResponseBody))
+		if r := rl.ResponseBody; respJSON && (r[0] == '{' || r[0] == '[') {
+			b = append(b, r...) // a Body's JSON form, known clean
+		} else {
+			b = schemas.AppendBody(b, string(r))
+		}
 	}
 	if rl.Truncated {
 		b = append(b, `,"truncated":true`...)

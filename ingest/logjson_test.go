@@ -20,9 +20,39 @@ func TestAppendRequestLogMatchesEncodingJSON(t *testing.T) {
 	}
 	for i, rl := range cases {
 		want, _ := json.Marshal(rl)
-		got := appendRequestLog(nil, &rl)
+		got := appendRequestLog(nil, &rl, false)
 		if string(got) != string(want) {
 			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+	// Bodies encoding/json wrote, copied unchecked with respJSON.
+	for i, v := range []any{Me{Workspace: MeWorkspace{Name: "<A & B>"}}, []string{"x"}, ErrorBody{Error: "e"}, "a string", 12} {
+		body, _ := json.Marshal(v)
+		rl := schemas.RequestLog{Method: "GET", ResponseBody: schemas.Body(body)}
+		want, _ := json.Marshal(rl)
+		if got := appendRequestLog(nil, &rl, true); string(got) != string(want) {
+			t.Fatalf("JSON body %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+// TestAppendMeMatchesEncodingJSON: the me answer is marked RawJSON, so it
+// must be exactly encoding/json's bytes.
+func TestAppendMeMatchesEncodingJSON(t *testing.T) {
+	for _, p := range []Principal{
+		{Workspace: "ws", WorkspaceName: "Acme <&> \u2028 \"q\" é", Plan: "free", KeyID: "k", Kind: "api_key"},
+		{Workspace: "ws", KeyID: "k", Kind: "oauth", Scopes: []string{"contacts:read", "events:write"}},
+	} {
+		scopes := p.Scopes
+		if scopes == nil {
+			scopes = []string{} // the answer lists no scopes as []
+		}
+		want, _ := json.Marshal(Me{
+			Workspace: MeWorkspace{ID: p.Workspace, Name: p.WorkspaceName, Plan: p.Plan},
+			Key:       MeKey{ID: p.KeyID, Kind: p.Kind, Scopes: scopes, FullAccess: len(p.Scopes) == 0},
+		})
+		if got := appendMe(nil, p); string(got) != string(want) {
+			t.Fatalf("appendMe:\n got %s\nwant %s", got, want)
 		}
 	}
 }

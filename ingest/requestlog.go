@@ -27,7 +27,7 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 
 	var logEnv schemas.Envelope
 	if logged {
-		logEnv = s.logEnvelope(rc, p, reqID, status, body, res.Produced, start)
+		logEnv = s.logEnvelope(rc, p, reqID, status, body, asJSON(res), res.Produced, start)
 	}
 	if len(res.Publish) > 0 || (logged && ok) {
 		var err error
@@ -43,7 +43,7 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 			res.Headers = nil
 			if logged {
 				// Same id: the record of this 503 replaces one that may have landed.
-				logEnv = s.logEnvelope(rc, p, reqID, status, body, schemas.Produced{}, start)
+				logEnv = s.logEnvelope(rc, p, reqID, status, body, true, schemas.Produced{}, start)
 			}
 		}
 	}
@@ -71,6 +71,9 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 }
 
 var headerRequestID = []byte("X-Request-Id")
+
+// asJSON reports whether encodeBody(res) is what encoding/json writes.
+func asJSON(res Result) bool { return res.RawJSON || (res.Raw == nil && res.Body != nil) }
 
 func encodeBody(res Result) []byte {
 	if res.Raw != nil {
@@ -140,7 +143,7 @@ func (s *Server) publish(ctx context.Context, msgs []Message, logEnv *schemas.En
 
 // logEnvelope builds the request-log record of a call: bodies redacted,
 // then capped at Config.RequestLogBodyCap each.
-func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, status int, respBody []byte, produced schemas.Produced, start time.Time) schemas.Envelope {
+func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, status int, respBody []byte, respJSON bool, produced schemas.Produced, start time.Time) schemas.Envelope {
 	reqText, t1 := redactCapped(rc.PostBody(), s.cfg.RequestLogBodyCap)
 	respText, t2 := redactCapped(respBody, s.cfg.RequestLogBodyCap)
 	at := start.UTC()
@@ -159,7 +162,8 @@ func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, st
 		IP:           rc.RemoteIP().String(),
 		UserAgent:    string(rc.UserAgent()),
 	}
-	payload := appendRequestLog(make([]byte, 0, 256+len(reqText)+len(respText)), &rl)
+	// Redaction keeps encoding/json's output clean; a cut body is not JSON.
+	payload := appendRequestLog(make([]byte, 0, 256+len(reqText)+len(respText)), &rl, respJSON && !t2)
 	return schemas.Envelope{
 		ID: id, Workspace: p.Workspace, Type: schemas.TypeRequestLogged, Key: p.Workspace,
 		OccurredAt: at, Payload: payload, PayloadCompact: true,

@@ -58,9 +58,12 @@ type Message struct {
 // Result is a handler's answer: the status and JSON body to send, what to
 // publish first (acks=all), and what the call produced for the request log.
 type Result struct {
-	Status      int
-	Body        any               // encoded as JSON unless Raw is set
-	Raw         []byte            // a pre-encoded body, sent as is
+	Status int
+	Body   any    // encoded as JSON unless Raw is set
+	Raw    []byte // a pre-encoded body, sent as is
+	// RawJSON promises that Raw is what encoding/json writes (compact; <,
+	// > and & escaped): the request log then carries it without a check.
+	RawJSON     bool
 	ContentType string            // default application/json
 	Headers     map[string]string // extra response headers
 	Publish     []Message

@@ -352,7 +352,7 @@ func (s *Server) handle(rc *fasthttp.RequestCtx) {
 // serve runs every check, then the handler, and hands the answer to finish.
 func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start time.Time) {
 	ctx := s.reqCtx.at(start)
-	res, p, ok := s.check(ctx, rc, rt)
+	res, p, ok := s.check(ctx, rc, rt, start)
 	if !ok {
 		s.finish(ctx, rc, rt, res, p, "", start)
 		return
@@ -376,14 +376,14 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start t
 // check applies the body cap, authentication, scope, suspension, rate limit
 // and JSON checks in that order. ok false means res is the answer; p is the
 // principal when authentication succeeded (zero otherwise).
-func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route) (res Result, p Principal, ok bool) {
+func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, start time.Time) (res Result, p Principal, ok bool) {
 	body := rc.PostBody()
 	if len(body) > rt.bodyCap || rc.Request.Header.ContentLength() > rt.bodyCap {
 		return tooLarge(rt.bodyCap), Principal{}, false
 	}
 	var mult int64 = 1
 	if rt.Credential != CredNone {
-		id, res, ok := s.authenticate(rc, rt)
+		id, res, ok := s.authenticate(rc, rt, start)
 		if !ok {
 			return res, Principal{}, false
 		}
@@ -403,7 +403,7 @@ func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route) 
 			return Fail(403, "TEAM_SUSPENDED", "This workspace is suspended"), p, false
 		}
 		if rt.Limit > 0 && s.limiter != nil {
-			allowed, err := s.limiter.Allow(ctx, p.Workspace, rt.limitName, int64(rt.Limit)*mult)
+			allowed, err := s.limiter.AllowAt(ctx, start, p.Workspace, rt.limitName, int64(rt.Limit)*mult)
 			if err != nil {
 				s.log.Error("rate limit unavailable", "route", rt.Path, "err", err)
 				return unavailable(), p, false
@@ -438,12 +438,12 @@ func (s *Server) runHandler(rt *route, c *Call) (res Result) {
 
 // authenticate resolves the bearer credential. ok false means res is the
 // answer (401 or 503), never logged.
-func (s *Server) authenticate(rc *fasthttp.RequestCtx, rt *route) (*auth.Identity, Result, bool) {
+func (s *Server) authenticate(rc *fasthttp.RequestCtx, rt *route, start time.Time) (*auth.Identity, Result, bool) {
 	tok, ok := bearer(rc.Request.Header.Peek("Authorization"))
 	if !ok {
 		return nil, unauthorized("Missing API key: send the header Authorization: Bearer <API_KEY>"), false
 	}
-	id, err := s.auth.Authenticate(s.base, tok)
+	id, err := s.auth.AuthenticateAt(s.base, tok, start)
 	switch {
 	case err == nil:
 	case errors.Is(err, auth.ErrExpired):

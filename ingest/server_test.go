@@ -83,6 +83,16 @@ func TestMeAndOpenAPI(t *testing.T) {
 	if me.Workspace.ID != ws || me.Workspace.Name != "Acme" || me.Workspace.Plan != "pro" || me.Key.Kind != "api_key" || !me.Key.FullAccess {
 		t.Fatalf("me: %s", b)
 	}
+	// The record carries the JSON answer as JSON (schemas.Body), byte for byte.
+	var payload []byte
+	for _, e := range h.Consume(t, schemas.TopicRequestLog) {
+		if e.Workspace == ws {
+			payload = e.Payload
+		}
+	}
+	if !bytes.Contains(payload, append([]byte(`"responseBody":`), b...)) {
+		t.Fatalf("me's record does not hold the answer %s as JSON: %s", b, payload)
+	}
 	_, scoped := h.NewWorkspace(t, ingesttest.WorkspaceOpts{Scopes: []string{"contacts:read"}})
 	st, b = h.Do("GET", "/api/v1/openapi.json", scoped, nil)
 	if st != 200 || !bytes.Contains(b, []byte(`"openapi":"3.1.0"`)) || !bytes.Contains(b, []byte(h.URL+"/api")) {

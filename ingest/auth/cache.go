@@ -96,12 +96,17 @@ func NewCache(src Resolver, cfg CacheConfig) *Cache {
 // 401), or a wrapped store error (the caller answers 503). The returned
 // Identity is shared: do not modify it.
 func (c *Cache) Authenticate(ctx context.Context, token []byte) (*Identity, error) {
+	return c.AuthenticateAt(ctx, token, time.Now())
+}
+
+// AuthenticateAt is Authenticate at time now, for a caller that has read
+// the clock already.
+func (c *Cache) AuthenticateAt(ctx context.Context, token []byte, now time.Time) (*Identity, error) {
 	kind := kindOf(token)
 	if kind == "" {
 		return nil, ErrMalformed
 	}
 	h := sha256.Sum256(token)
-	now := time.Now()
 	id, err := c.lookup(ctx, kind, h, now.UnixNano())
 	if err != nil {
 		return nil, err

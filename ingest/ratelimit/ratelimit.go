@@ -102,10 +102,16 @@ func NewWith(db Claimer, opt Options) *Limiter {
 // minute and reports whether it may proceed. limit <= 0 always allows. An
 // error means the shared counter could not be reached; the caller answers 503.
 func (l *Limiter) Allow(ctx context.Context, workspace, endpoint string, limit int64) (bool, error) {
+	return l.AllowAt(ctx, l.opt.Now(), workspace, endpoint, limit)
+}
+
+// AllowAt is Allow for a call made at now, for a caller that has read the
+// clock already.
+func (l *Limiter) AllowAt(ctx context.Context, now time.Time, workspace, endpoint string, limit int64) (bool, error) {
 	if limit <= 0 {
 		return true, nil
 	}
-	window := l.opt.Now().Unix() / 60
+	window := now.Unix() / 60
 	st := l.state(workspace, endpoint)
 
 	st.mu.Lock()
