@@ -7,9 +7,10 @@ import (
 	"sendstream/schemas"
 )
 
-// appendRequestLog encodes rl exactly as encoding/json would (same field
-// order, omitempty and escaping), without reflection: it runs for every
-// logged call. respJSON says rl.ResponseBody is what encoding/json writes,
+// appendRequestLog encodes rl as encoding/json would (same field order,
+// omitempty and escaping), without reflection: it runs for every logged
+// call. The one difference: in a body written as JSON (schemas.Body),
+// encoding/json escapes <, >, & and U+2028/U+2029; this copies them. respJSON says rl.ResponseBody is what encoding/json writes,
 // so an object or array is copied without AppendBody's check.
 func appendRequestLog(b []byte, rl *schemas.RequestLog, respJSON bool) []byte {
 	b = append(b, `{"at":`...)
@@ -34,7 +35,7 @@ func appendRequestLog(b []byte, rl *schemas.RequestLog, respJSON bool) []byte {
 	if rl.ResponseBody != "" {
 		b = append(b, `,"responseBody":`...)
 		if r := rl.ResponseBody; respJSON && (r[0] == '{' || r[0] == '[') {
-			b = append(b, r...) // a Body's JSON form, known clean
+			b = append(b, r...) // a Body's JSON form, known compact
 		} else {
 			b = schemas.AppendBody(b, string(r))
 		}

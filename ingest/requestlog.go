@@ -162,7 +162,7 @@ func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, st
 		IP:           rc.RemoteIP().String(),
 		UserAgent:    string(rc.UserAgent()),
 	}
-	// Redaction keeps encoding/json's output clean; a cut body is not JSON.
+	// Redaction keeps encoding/json's output compact; a cut body is not JSON.
 	payload := appendRequestLog(make([]byte, 0, 256+len(reqText)+len(respText)), &rl, respJSON && !t2)
 	return schemas.Envelope{
 		ID: id, Workspace: p.Workspace, Type: schemas.TypeRequestLogged, Key: p.Workspace,

@@ -61,8 +61,8 @@ type Result struct {
 	Status int
 	Body   any    // encoded as JSON unless Raw is set
 	Raw    []byte // a pre-encoded body, sent as is
-	// RawJSON promises that Raw is what encoding/json writes (compact; <,
-	// > and & escaped): the request log then carries it without a check.
+	// RawJSON promises that Raw is compact JSON, as encoding/json writes
+	// it: the request log then carries it without a check.
 	RawJSON     bool
 	ContentType string            // default application/json
 	Headers     map[string]string // extra response headers

@@ -42,12 +42,14 @@ type RequestLog struct {
 }
 
 // Body is the text of a request or response body in the request log. In
-// JSON it is the body itself when the text is a JSON object or array that
-// encoding/json would write unchanged (compact; no <, >, &, U+2028 or
-// U+2029), and otherwise a JSON string holding the text (a body that is
-// not JSON, or was cut at the cap). A consumer thus reads JSON bodies as
-// JSON, ingest copies them instead of escaping them, and the text
-// round-trips exactly either way.
+// JSON it is the body itself when the text is a JSON object or array
+// without whitespace outside its strings, and otherwise a JSON string
+// holding the text (a body that is not JSON, is indented, or was cut at the
+// cap). A consumer thus reads JSON bodies as JSON, ingest copies them
+// instead of escaping them, and AppendBody's output reads back as the exact
+// text. (json.Marshal escapes <, >, & and U+2028/U+2029 in what
+// MarshalJSON returns, so through encoding/json a JSON body reads back as
+// an equal JSON value with those characters escaped.)
 type Body string
 
 // MarshalJSON writes b as AppendBody does.
@@ -74,10 +76,12 @@ func (b *Body) UnmarshalJSON(data []byte) error {
 }
 
 // AppendBody appends text as a Body's JSON: the text itself when it is a
-// clean JSON object or array, else a JSON string.
+// compact JSON object or array, else a JSON string.
 func AppendBody(dst []byte, text string) []byte {
 	if len(text) > 0 && (text[0] == '{' || text[0] == '[') {
-		if _, clean := checkJSON(unsafe.Slice(unsafe.StringData(text), len(text))); clean {
+		var v validator
+		p := unsafe.Slice(unsafe.StringData(text), len(text))
+		if end, ok := v.value(p, 0); ok && end == len(p) && !v.space {
 			return append(dst, text...)
 		}
 	}

@@ -237,7 +237,7 @@ func (s *Store) Lookup(ctx context.Context, ws string, in LookupInput) (Lookup, 
 // lookupBatch runs lookup_batch.sql for several sends.
 func (s *Store) lookupBatch(ctx context.Context, ins []lookupIn) ([]lookupOut, error) {
 	n := len(ins)
-	ords, wss, emails, refs, tpls, exts := make([]int32, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ords, wss, emails, refs, tpls, ids := make([]int32, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	var aOrd []int32
 	var aEmail []string
 	for i, x := range ins {
@@ -245,13 +245,16 @@ func (s *Store) lookupBatch(ctx context.Context, ins []lookupIn) ([]lookupOut, e
 		if ref == "" {
 			ref = DefaultPolicyKey
 		}
-		ords[i], wss[i], emails[i], refs[i], tpls[i], exts[i] = int32(i), x.ws, x.in.Email, ref, x.in.TemplateID, x.in.ExternalID
+		ords[i], wss[i], emails[i], refs[i], tpls[i] = int32(i), x.ws, x.in.Email, ref, x.in.TemplateID
+		if x.in.ExternalID != "" {
+			ids[i] = schemas.IDFromKey(x.ws, schemas.TransactionalIDScope, x.in.ExternalID)
+		}
 		for _, a := range x.in.Addresses {
 			aOrd = append(aOrd, int32(i))
 			aEmail = append(aEmail, a)
 		}
 	}
-	rows, err := s.async.Query(ctx, sqlLookupBatch, ords, wss, emails, refs, tpls, exts, aOrd, aEmail)
+	rows, err := s.async.Query(ctx, sqlLookupBatch, ords, wss, emails, refs, tpls, ids, aOrd, aEmail)
 	if err != nil {
 		return nil, err
 	}

@@ -85,9 +85,19 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 //     index is still scanned;
 //   - synchronous_commit=off when asyncCommit: commits do not wait for the
 //     WAL flush (for writes that something else makes durable).
+//
+// Its connections live 15-20 s, so no generic plan outlives the table sizes
+// it was made for by more than that: a plan made while a table was nearly
+// empty may pick any index that starts with the right column (several
+// tie), and walk a whole workspace once the table has grown (auto_explain
+// showed 20-90 ms per lookup batch, the messages of one workspace read by
+// its status index, in a 30 s benchmark on a fresh database). Statements
+// that can look rows up by primary key alone should, and do not depend on
+// this.
 func LookupPool(ctx context.Context, base *pgxpool.Pool, maxConns int, asyncCommit bool) (*pgxpool.Pool, error) {
 	cfg := base.Config().Copy()
 	cfg.MaxConns, cfg.MinConns = int32(maxConns), 0
+	cfg.MaxConnLifetime, cfg.MaxConnLifetimeJitter = 15*time.Second, 5*time.Second
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
