@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // timeoutListener enforces the connection timeout itself instead of
@@ -55,6 +57,18 @@ func (l *timeoutListener) Accept() (net.Conn, error) {
 	return &timeoutConn{Conn: c, l: l, idle: true}, nil
 }
 
+// remoteIP returns the client address of rc as text, formatted once per
+// connection when rc's connection came from a timeoutListener.
+func remoteIP(rc *fasthttp.RequestCtx) string {
+	if c, ok := rc.Conn().(*timeoutConn); ok {
+		if c.ip == "" {
+			c.ip = rc.RemoteIP().String()
+		}
+		return c.ip
+	}
+	return rc.RemoteIP().String()
+}
+
 // Close stops the clock and closes the listener.
 func (l *timeoutListener) Close() error {
 	l.once.Do(func() { close(l.stop) })
@@ -66,8 +80,9 @@ func (l *timeoutListener) Close() error {
 type timeoutConn struct {
 	net.Conn
 	l        *timeoutListener
-	idle     bool  // a response was written since the deadline was last considered
-	deadline int64 // the armed read deadline, Unix nanoseconds
+	idle     bool   // a response was written since the deadline was last considered
+	deadline int64  // the armed read deadline, Unix nanoseconds
+	ip       string // the remote IP as text, once asked for (remoteIP)
 }
 
 // Read arms the deadline when a new request may start, then reads.

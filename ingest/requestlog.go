@@ -159,7 +159,7 @@ func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, st
 		ResponseBody: schemas.Body(respText),
 		Truncated:    t1 || t2,
 		Produced:     produced,
-		IP:           rc.RemoteIP().String(),
+		IP:           remoteIP(rc),
 		UserAgent:    string(rc.UserAgent()),
 	}
 	// Redaction keeps encoding/json's output compact; a cut body is not JSON.
