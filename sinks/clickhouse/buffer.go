@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"sync"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sendstream/pipeline"
@@ -146,6 +147,37 @@ func (b *Buffer[R]) insert(ctx context.Context, conn driver.Conn, sql string,
 	return nil
 }
 
+// reserveMin is the number of values from which reserveStrings pays off.
+const reserveMin = 256
+
+// reserveScratch holds the stand-in value reserveStrings appends.
+var reserveScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// reserveStrings sizes a String column's byte buffer for vals in one
+// allocation: it appends one value as long as all of vals together and
+// resets the column, which keeps the capacity. Appended value by value, the
+// buffer grew by a quarter at a time on large batches, and that copying was
+// a third of the bytes a request-log stage allocated. Other column types
+// are left alone.
+func reserveStrings(col column.Interface, vals []string) {
+	s, ok := col.(*column.String)
+	if !ok || s.Rows() != 0 {
+		return
+	}
+	total := 0
+	for _, v := range vals {
+		total += len(v)
+	}
+	bp := reserveScratch.Get().(*[]byte)
+	if cap(*bp) < total {
+		*bp = make([]byte, total)
+	}
+	if s.AppendRow((*bp)[:total]) == nil {
+		s.Reset()
+	}
+	reserveScratch.Put(bp)
+}
+
 // Column returns one column of rows, get(&rows[i]) at i, for AppendColumns.
 func Column[R, T any](rows []R, get func(*R) T) []T {
 	col := make([]T, len(rows))
@@ -159,7 +191,16 @@ func Column[R, T any](rows []R, get func(*R) T) []T {
 // makes) to column i of batch: one conversion per column instead of one
 // boxed value per cell, as batch.Append would do.
 func AppendColumns(batch driver.Batch, cols ...any) error {
+	var block []column.Interface
 	for i, col := range cols {
+		if vals, ok := col.([]string); ok && len(vals) >= reserveMin {
+			if block == nil {
+				block = batch.Columns()
+			}
+			if i < len(block) {
+				reserveStrings(block[i], vals)
+			}
+		}
 		if err := batch.Column(i).Append(col); err != nil {
 			return fmt.Errorf("column %d: %w", i, err)
 		}

@@ -2,6 +2,7 @@ package clickhouse_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"reflect"
 	"strings"
@@ -126,5 +127,59 @@ func TestCHHelperMigratesSharedDatabase(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("schema_migrations missing in the stack's database")
+	}
+}
+
+// TestAppendColumnsLargeBatch inserts a batch big enough for AppendColumns
+// to reserve its string columns' buffers, and reads every value back.
+func TestAppendColumnsLargeBatch(t *testing.T) {
+	env := stack.ForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := "test_" + strings.NewReplacer(".", "_").Replace(stack.TopicPrefix(t)) + "cols"
+	conn, err := chsink.Open(ctx, env.ClickHouseAddr, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	defer func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db) }()
+	if err := conn.Exec(ctx, "CREATE TABLE "+db+".t (n UInt32, s String, e String, l Array(String)) ENGINE = Memory"); err != nil {
+		t.Fatal(err)
+	}
+	const rows = 3000
+	ns, ss, es, ls := make([]uint32, rows), make([]string, rows), make([]string, rows), make([][]string, rows)
+	for i := range ns {
+		ns[i], ss[i], ls[i] = uint32(i), strings.Repeat("é", i%7)+fmt.Sprint(i), []string{fmt.Sprint(i)}
+	}
+	batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+db+".t (n, s, e, l)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chsink.AppendColumns(batch, ns, ss, es, ls); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := conn.Query(ctx, "SELECT n, s, e, l FROM "+db+".t ORDER BY n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	got := 0
+	for rs.Next() {
+		var n uint32
+		var s, e string
+		var l []string
+		if err := rs.Scan(&n, &s, &e, &l); err != nil {
+			t.Fatal(err)
+		}
+		if n != uint32(got) || s != ss[got] || e != "" || len(l) != 1 || l[0] != ls[got][0] {
+			t.Fatalf("row %d: got %d %q %q %q", got, n, s, e, l)
+		}
+		got++
+	}
+	if got != rows {
+		t.Fatalf("read %d rows, want %d", got, rows)
 	}
 }
