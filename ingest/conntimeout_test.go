@@ -11,9 +11,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// serveWithTimeout serves a trivial handler on loopback behind a
-// timeoutListener and returns its address.
-func serveWithTimeout(t *testing.T, timeout time.Duration) string {
+// dialWithTimeout serves a trivial handler on loopback behind a
+// timeoutListener and returns a connection to it.
+func dialWithTimeout(t *testing.T, timeout time.Duration) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -22,7 +22,28 @@ func serveWithTimeout(t *testing.T, timeout time.Duration) string {
 	srv := &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) { rc.SetBodyString("ok") }}
 	go func() { _ = srv.Serve(newTimeoutListener(ln, timeout)) }()
 	t.Cleanup(func() { _ = srv.Shutdown() })
-	return ln.Addr().String()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, bufio.NewReader(c)
+}
+
+// get sends one keep-alive request on c and checks the answer.
+func get(t *testing.T, c net.Conn, br *bufio.Reader) {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "ok" {
+		t.Fatalf("answer %d %q", resp.StatusCode, body)
+	}
 }
 
 // closedAfter reads from c until it is closed and returns how long that took.
@@ -38,24 +59,8 @@ func closedAfter(t *testing.T, c net.Conn) time.Duration {
 
 func TestTimeoutListenerClosesAnIdleKeepAliveConnection(t *testing.T) {
 	const timeout = 800 * time.Millisecond
-	addr := serveWithTimeout(t, timeout)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
-	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || string(body) != "ok" {
-		t.Fatalf("answer %d %q", resp.StatusCode, body)
-	}
+	c, br := dialWithTimeout(t, timeout)
+	get(t, c, br)
 	start := time.Now()
 	if _, err := io.Copy(io.Discard, br); err != nil {
 		t.Fatalf("idle connection not closed: %v", err)
@@ -70,12 +75,7 @@ func TestTimeoutListenerClosesAnIdleKeepAliveConnection(t *testing.T) {
 // not extend it.
 func TestTimeoutListenerBoundsASlowRequest(t *testing.T) {
 	const timeout = 800 * time.Millisecond
-	addr := serveWithTimeout(t, timeout)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := dialWithTimeout(t, timeout)
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -103,22 +103,9 @@ func TestTimeoutListenerBoundsASlowRequest(t *testing.T) {
 // re-arms the deadline.
 func TestTimeoutListenerKeepsABusyConnection(t *testing.T) {
 	const timeout = 400 * time.Millisecond
-	addr := serveWithTimeout(t, timeout)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
+	c, br := dialWithTimeout(t, timeout)
 	for i := 0; i < 10; i++ {
-		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-			t.Fatalf("request %d: %v", i, err)
-		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("request %d: %v", i, err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
+		get(t, c, br)
 		time.Sleep(timeout / 2)
 	}
 }
