@@ -373,7 +373,6 @@ func writeFileAtomic(path, content string) error {
 	return nil
 }
 
-// envInt reads an integer environment variable, def when unset or invalid.
 // envInt reads a whole number from the environment variable name, def when
 // it is unset or empty.
 func envInt(name string, def int) (int, error) {

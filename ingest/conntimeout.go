@@ -57,18 +57,6 @@ func (l *timeoutListener) Accept() (net.Conn, error) {
 	return &timeoutConn{Conn: c, l: l, idle: true}, nil
 }
 
-// remoteIP returns the client address of rc as text, formatted once per
-// connection when rc's connection came from a timeoutListener.
-func remoteIP(rc *fasthttp.RequestCtx) string {
-	if c, ok := rc.Conn().(*timeoutConn); ok {
-		if c.ip == "" {
-			c.ip = rc.RemoteIP().String()
-		}
-		return c.ip
-	}
-	return rc.RemoteIP().String()
-}
-
 // Close stops the clock and closes the listener.
 func (l *timeoutListener) Close() error {
 	l.once.Do(func() { close(l.stop) })
@@ -104,4 +92,16 @@ func (c *timeoutConn) Read(p []byte) (int, error) {
 func (c *timeoutConn) Write(p []byte) (int, error) {
 	c.idle = true
 	return c.Conn.Write(p)
+}
+
+// remoteIP returns the client address of rc as text, formatted once per
+// connection when rc's connection came from a timeoutListener.
+func remoteIP(rc *fasthttp.RequestCtx) string {
+	if c, ok := rc.Conn().(*timeoutConn); ok {
+		if c.ip == "" {
+			c.ip = rc.RemoteIP().String()
+		}
+		return c.ip
+	}
+	return rc.RemoteIP().String()
 }

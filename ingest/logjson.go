@@ -10,8 +10,8 @@ import (
 // appendRequestLog encodes rl as encoding/json would (same field order,
 // omitempty and escaping), without reflection: it runs for every logged
 // call. The one difference: in a body written as JSON (schemas.Body),
-// encoding/json escapes <, >, & and U+2028/U+2029; this copies them. respJSON says rl.ResponseBody is what encoding/json writes,
-// so an object or array is copied without AppendBody's check.
+// encoding/json escapes <, >, & and U+2028/U+2029; this copies them.
+// respJSON says rl.ResponseBody is compact JSON (schemas.AppendCompactBody).
 func appendRequestLog(b []byte, rl *schemas.RequestLog, respJSON bool) []byte {
 	b = append(b, `{"at":`...)
 	b = append(b, '"')
@@ -34,10 +34,10 @@ func appendRequestLog(b []byte, rl *schemas.RequestLog, respJSON bool) []byte {
 	}
 	if rl.ResponseBody != "" {
 		b = append(b, `,"responseBody":`...)
-		if r := rl.ResponseBody; respJSON && (r[0] == '{' || r[0] == '[') {
-			b = append(b, r...) // a Body's JSON form, known compact
+		if respJSON {
+			b = schemas.AppendCompactBody(b, string(rl.ResponseBody))
 		} else {
-			b = schemas.AppendBody(b, string(r))
+			b = schemas.AppendBody(b, string(rl.ResponseBody))
 		}
 	}
 	if rl.Truncated {

@@ -62,6 +62,14 @@ func SkipJSONValue(b []byte, i int) (end int, ok bool) {
 	}
 }
 
+// JSONValueEnd returns the index just after the valid JSON value that
+// starts exactly at b[i], or ok false when there is none (nesting beyond
+// the validator's bound included).
+func JSONValueEnd(b []byte, i int) (end int, ok bool) {
+	var v validator
+	return v.value(b, i)
+}
+
 // JSONMembers returns the members of the JSON object b as json.Unmarshal
 // into a map[string]json.RawMessage gives them (keys unescaped, the last of
 // duplicated keys wins, values copied out of b), or ok false when b is not

@@ -78,7 +78,21 @@ func (b *Body) UnmarshalJSON(data []byte) error {
 // AppendBody appends text as a Body's JSON: the text itself when it is a
 // compact JSON object or array, else a JSON string.
 func AppendBody(dst []byte, text string) []byte {
+	return appendBody(dst, text, false)
+}
+
+// AppendCompactBody is AppendBody for a text its caller knows to be compact
+// JSON (an encoder's output, redacted but not cut): an object or array is
+// copied without AppendBody's validation pass.
+func AppendCompactBody(dst []byte, text string) []byte {
+	return appendBody(dst, text, true)
+}
+
+func appendBody(dst []byte, text string, compact bool) []byte {
 	if len(text) > 0 && (text[0] == '{' || text[0] == '[') {
+		if compact {
+			return append(dst, text...)
+		}
 		var v validator
 		p := unsafe.Slice(unsafe.StringData(text), len(text))
 		if end, ok := v.value(p, 0); ok && end == len(p) && !v.space {
@@ -86,12 +100,4 @@ func AppendBody(dst []byte, text string) []byte {
 		}
 	}
 	return AppendJSONString(dst, text)
-}
-
-// JSONValueEnd returns the index just after the valid JSON value that
-// starts exactly at b[i], or ok false when there is none (nesting beyond
-// the validator's bound included).
-func JSONValueEnd(b []byte, i int) (end int, ok bool) {
-	var v validator
-	return v.value(b, i)
 }

@@ -42,6 +42,13 @@ func TestBodyForms(t *testing.T) {
 		if err := json.Unmarshal(got, &back); err != nil || string(back) != c.text {
 			t.Errorf("Body %s read back as %q, %v; want %q", got, back, err, c.text)
 		}
+		// Whatever a caller may promise compact, AppendCompactBody writes
+		// as AppendBody does.
+		if compact := c.raw || c.text == "" || (c.text[0] != '{' && c.text[0] != '['); compact {
+			if cb := AppendCompactBody(nil, c.text); string(cb) != string(got) {
+				t.Errorf("AppendCompactBody(%q) = %s; AppendBody wrote %s", c.text, cb, got)
+			}
+		}
 	}
 }
 
