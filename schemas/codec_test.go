@@ -382,6 +382,9 @@ func FuzzValidJSON(f *testing.F) {
 		`01`, `-`, `1.`, `1e`, `"\x"`, "\"\x01\"", `{"a" 1}`, `{,}`, `[1,]`, `nul`, ``, ` `,
 		`"<p class=\"x\">&amp;</p>"`, "\"\xff\"", "\"\u2028\"",
 		strings.Repeat("[", 600) + strings.Repeat("]", 600),
+		// long strings with each kind of byte the string scan stops at
+		`["abcdefgh<ijklmnop","abcdefghijklmnopq\\\"rs&t","0123456789abcdef\u2028xyz"]`,
+		"\"abcdefghijklmno\x7f\xc3\xa9pqrstuvw\xe2\x80\xa8xyz\"", "\"abcdefghijk\x1fmnop\"", "\"abcdefghijklmnopqrstuvwxyz",
 		strings.Repeat("[", 600) + strings.Repeat("]", 599),
 		strings.Repeat(`{"a":`, 513) + "1" + strings.Repeat("}", 513),
 	} {
@@ -442,4 +445,24 @@ func FuzzJSONMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestValidatorStringBytes puts every byte value at every offset of a
+// string, before and after a byte that needs escaping: validity and
+// cleanliness match encoding/json.
+func TestValidatorStringBytes(t *testing.T) {
+	for k := 0; k < 24; k++ {
+		for c := 0; c < 256; c++ {
+			for _, escaped := range []string{"", "&"} {
+				p := []byte(`"` + escaped + strings.Repeat("a", k) + string([]byte{byte(c)}) + strings.Repeat("b", 20) + `"`)
+				if got, want := ValidJSON(p), json.Valid(p); got != want {
+					t.Fatalf("ValidJSON(%q) = %v, json.Valid says %v", p, got, want)
+				}
+				out, err := json.Marshal(json.RawMessage(p))
+				if clean := isClean(p); clean != (err == nil && bytes.Equal(out, p)) {
+					t.Fatalf("isClean(%q) = %v; json.Marshal gives %q, %v", p, clean, out, err)
+				}
+			}
+		}
+	}
 }
