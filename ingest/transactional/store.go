@@ -395,7 +395,8 @@ func (s *Store) claimBatch(ctx context.Context, ms []NewMessage) ([]claimOut, er
 func (s *Store) Existing(ctx context.Context, ws, externalID string) (*Existing, error) {
 	var e Existing
 	var contactID string
-	err := s.pool.QueryRow(ctx, sqlExisting, ws, externalID).
+	id := schemas.IDFromKey(ws, schemas.TransactionalIDScope, externalID)
+	err := s.pool.QueryRow(ctx, sqlExisting, ws, id).
 		Scan(&e.ID, &e.Status, &e.To, &e.MessageID, &contactID, &e.Warnings, &e.RequestHash, &e.CreatedAt, &e.Spilled)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -440,9 +441,12 @@ func scanMessage(row pgx.Row) (Message, error) {
 	return m, err
 }
 
-// Get returns a message by service id or externalId.
+// Get returns a message by service id or, when id is "", by externalId.
 func (s *Store) Get(ctx context.Context, ws, id, externalID string) (Message, error) {
-	m, err := scanMessage(s.pool.QueryRow(ctx, sqlMessage, ws, id, externalID))
+	if id == "" {
+		id = schemas.IDFromKey(ws, schemas.TransactionalIDScope, externalID)
+	}
+	m, err := scanMessage(s.pool.QueryRow(ctx, sqlMessage, ws, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, ErrMessageNotFound
 	}
@@ -471,7 +475,11 @@ func (s *Store) List(ctx context.Context, ws string, q ListQuery) ([]Message, er
 			return nil, ErrBadCursor
 		}
 	}
-	rows, err := s.pool.Query(ctx, sqlList, ws, q.To, q.Status, q.ExternalID, q.Before, q.Limit)
+	extID := ""
+	if q.ExternalID != "" {
+		extID = schemas.IDFromKey(ws, schemas.TransactionalIDScope, q.ExternalID)
+	}
+	rows, err := s.pool.Query(ctx, sqlList, ws, q.To, q.Status, extID, q.Before, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list messages: %w", err)
 	}

@@ -1,5 +1,5 @@
 -- A page of workspace $1's messages, newest first: optional filters to ($2),
--- status ($3), externalId ($4); before the message with id $5; at most $6.
+-- status ($3), externalId (as the id derived from it, $4); before the message with id $5; at most $6.
 SELECT id, status, to_email, rfc_message_id, coalesce(external_id, ''), coalesce(contact_id, ''),
        coalesce(template_id, ''), policy_id, provider, coalesce(failure_reason, ''),
        coalesce(bounce_type, ''), coalesce(bounce_reason, ''), coalesce(complaint_type, ''),
@@ -8,7 +8,7 @@ SELECT id, status, to_email, rfc_message_id, coalesce(external_id, ''), coalesce
  WHERE workspace_id = $1
    AND ($2 = '' OR to_email = $2)
    AND ($3 = '' OR status = $3)
-   AND ($4 = '' OR external_id = $4)
+   AND ($4 = '' OR id = $4)
    AND ($5 = '' OR seq < (SELECT b.seq FROM transactional_messages b WHERE b.workspace_id = $1 AND b.id = $5))
  ORDER BY seq DESC
  LIMIT $6

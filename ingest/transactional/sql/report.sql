@@ -11,7 +11,10 @@
 -- COMPLAINED, whether or not the status moved (reports may repeat).
 WITH m AS (
     SELECT id, workspace_id, status, coalesce(nullif($8, ''), to_email) AS email FROM transactional_messages
-     WHERE (id = $1 OR rfc_message_id = $1) AND ($2 = '' OR workspace_id = $2)
+     -- A Message-ID is <id>@<domain> (email.FormatMessageID): its id part
+     -- finds the row by primary key, the whole must match too.
+     WHERE (id = $1 OR (id = split_part($1, '@', 1) AND rfc_message_id = $1))
+       AND ($2 = '' OR workspace_id = $2)
      LIMIT 1
 ),
 moved AS (
