@@ -11,8 +11,9 @@ import (
 // omitempty and escaping), without reflection: it runs for every logged
 // call. The one difference: in a body written as JSON (schemas.Body),
 // encoding/json escapes <, >, & and U+2028/U+2029; this copies them.
-// respJSON says rl.ResponseBody is compact JSON (schemas.AppendCompactBody).
-func appendRequestLog(b []byte, rl *schemas.RequestLog, respJSON bool) []byte {
+// reqJSON and respJSON say rl.RequestBody and rl.ResponseBody are compact
+// JSON (schemas.AppendCompactBody).
+func appendRequestLog(b []byte, rl *schemas.RequestLog, reqJSON, respJSON bool) []byte {
 	b = append(b, `{"at":`...)
 	b = append(b, '"')
 	b = rl.At.AppendFormat(b, time.RFC3339Nano)
@@ -30,7 +31,11 @@ func appendRequestLog(b []byte, rl *schemas.RequestLog, respJSON bool) []byte {
 	b = schemas.AppendJSONString(b, rl.KeyKind)
 	if rl.RequestBody != "" {
 		b = append(b, `,"requestBody":`...)
-		b = schemas.AppendBody(b, string(rl.RequestBody))
+		if reqJSON {
+			b = schemas.AppendCompactBody(b, string(rl.RequestBody))
+		} else {
+			b = schemas.AppendBody(b, string(rl.RequestBody))
+		}
 	}
 	if rl.ResponseBody != "" {
 		b = append(b, `,"responseBody":`...)

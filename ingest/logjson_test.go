@@ -20,17 +20,17 @@ func TestAppendRequestLogMatchesEncodingJSON(t *testing.T) {
 	}
 	for i, rl := range cases {
 		want, _ := json.Marshal(rl)
-		got := appendRequestLog(nil, &rl, false)
+		got := appendRequestLog(nil, &rl, false, false)
 		if string(got) != string(want) {
 			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want)
 		}
 	}
-	// Bodies encoding/json wrote, copied unchecked with respJSON.
+	// Bodies encoding/json wrote, copied unchecked with reqJSON and respJSON.
 	for i, v := range []any{Me{Workspace: MeWorkspace{Name: "<A & B>"}}, []string{"x"}, ErrorBody{Error: "e"}, "a string", 12} {
 		body, _ := json.Marshal(v)
-		rl := schemas.RequestLog{Method: "GET", ResponseBody: schemas.Body(body)}
+		rl := schemas.RequestLog{Method: "GET", RequestBody: schemas.Body(body), ResponseBody: schemas.Body(body)}
 		want, _ := json.Marshal(rl)
-		if got := appendRequestLog(nil, &rl, true); string(got) != string(want) {
+		if got := appendRequestLog(nil, &rl, true, true); string(got) != string(want) {
 			t.Fatalf("JSON body %d:\n got %s\nwant %s", i, got, want)
 		}
 	}

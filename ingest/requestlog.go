@@ -16,7 +16,7 @@ import (
 // the answer waits for every acknowledgement (acks=all): a 2xx is a promise.
 // If publishing fails the answer becomes 503 "unavailable" (nothing was
 // promised). Records of other answers are published in the background.
-func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, res Result, p Principal, reqID string, start time.Time) {
+func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, res Result, p Principal, reqID string, start time.Time, reqCompact bool) {
 	body := encodeBody(res)
 	status := res.Status
 	logged := rt.Logged && p.Workspace != ""
@@ -27,7 +27,7 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 
 	var logEnv schemas.Envelope
 	if logged {
-		logEnv = s.logEnvelope(rc, p, reqID, status, body, asJSON(res), res.Produced, start)
+		logEnv = s.logEnvelope(rc, p, reqID, status, body, reqCompact, asJSON(res), res.Produced, start)
 	}
 	if len(res.Publish) > 0 || (logged && ok) {
 		var err error
@@ -43,7 +43,7 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 			res.Headers = nil
 			if logged {
 				// Same id: the record of this 503 replaces one that may have landed.
-				logEnv = s.logEnvelope(rc, p, reqID, status, body, true, schemas.Produced{}, start)
+				logEnv = s.logEnvelope(rc, p, reqID, status, body, reqCompact, true, schemas.Produced{}, start)
 			}
 		}
 	}
@@ -142,8 +142,9 @@ func (s *Server) publish(ctx context.Context, msgs []Message, logEnv *schemas.En
 }
 
 // logEnvelope builds the request-log record of a call: bodies redacted,
-// then capped at Config.RequestLogBodyCap each.
-func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, status int, respBody []byte, respJSON bool, produced schemas.Produced, start time.Time) schemas.Envelope {
+// then capped at Config.RequestLogBodyCap each. reqCompact and respJSON say
+// the request and the response body are compact JSON.
+func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, status int, respBody []byte, reqCompact, respJSON bool, produced schemas.Produced, start time.Time) schemas.Envelope {
 	reqText, t1 := redactCapped(rc.PostBody(), s.cfg.RequestLogBodyCap)
 	respText, t2 := redactCapped(respBody, s.cfg.RequestLogBodyCap)
 	at := start.UTC()
@@ -162,8 +163,9 @@ func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, st
 		IP:           remoteIP(rc),
 		UserAgent:    string(rc.UserAgent()),
 	}
-	// Redaction keeps encoding/json's output compact; a cut body is not JSON.
-	payload := appendRequestLog(make([]byte, 0, 256+len(reqText)+len(respText)), &rl, respJSON && !t2)
+	// Redaction keeps compact JSON compact (it only replaces values with
+	// strings); a cut body is not JSON.
+	payload := appendRequestLog(make([]byte, 0, 256+len(reqText)+len(respText)), &rl, reqCompact && !t1, respJSON && !t2)
 	return schemas.Envelope{
 		ID: id, Workspace: p.Workspace, Type: schemas.TypeRequestLogged, Key: p.Workspace,
 		OccurredAt: at, Payload: payload, PayloadCompact: true,

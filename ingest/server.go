@@ -352,9 +352,10 @@ func (s *Server) handle(rc *fasthttp.RequestCtx) {
 // serve runs every check, then the handler, and hands the answer to finish.
 func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start time.Time) {
 	ctx := s.reqCtx.at(start)
-	res, p, ok := s.check(ctx, rc, rt, start)
+	var compact bool
+	res, p, ok := s.check(ctx, rc, rt, start, &compact)
 	if !ok {
-		s.finish(ctx, rc, rt, res, p, "", start)
+		s.finish(ctx, rc, rt, res, p, "", start, compact)
 		return
 	}
 	c := &st.call
@@ -370,13 +371,14 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start t
 		}
 	}
 	res = s.runHandler(rt, c)
-	s.finish(ctx, rc, rt, res, p, c.RequestID, start)
+	s.finish(ctx, rc, rt, res, p, c.RequestID, start, compact)
 }
 
 // check applies the body cap, authentication, scope, suspension, rate limit
 // and JSON checks in that order. ok false means res is the answer; p is the
-// principal when authentication succeeded (zero otherwise).
-func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, start time.Time) (res Result, p Principal, ok bool) {
+// principal when authentication succeeded (zero otherwise). *compact is set
+// when the body was checked to be JSON without whitespace outside strings.
+func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, start time.Time, compact *bool) (res Result, p Principal, ok bool) {
 	body := rc.PostBody()
 	if len(body) > rt.bodyCap || rc.Request.Header.ContentLength() > rt.bodyCap {
 		return tooLarge(rt.bodyCap), Principal{}, false
@@ -414,7 +416,8 @@ func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, 
 		}
 	}
 	if !rt.RawBody && len(body) > 0 && (rc.IsPost() || rc.IsPut() || rc.IsPatch()) {
-		if res, ok := checkJSON(rc.Request.Header.ContentType(), body, rt.CORS); !ok {
+		res, ok := checkJSON(rc.Request.Header.ContentType(), body, rt.CORS, compact)
+		if !ok {
 			return res, p, false
 		}
 	}
@@ -470,10 +473,11 @@ func bearer(h []byte) ([]byte, bool) {
 	return tok, len(tok) > 0
 }
 
-// checkJSON enforces the content type and the syntax of a JSON body.
+// checkJSON enforces the content type and the syntax of a JSON body, and
+// reports in *compact whether the body has no whitespace outside strings.
 // Accepted types: application/json and application/*+json (any
 // parameters), no Content-Type at all, and on CORS routes text/plain.
-func checkJSON(ct, body []byte, cors bool) (Result, bool) {
+func checkJSON(ct, body []byte, cors bool, compact *bool) (Result, bool) {
 	if i := bytes.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
@@ -484,9 +488,11 @@ func checkJSON(ct, body []byte, cors bool) (Result, bool) {
 	if !okType {
 		return Fail(415, "unsupported_media_type", "Content-Type must be application/json, not "+string(ct)), false
 	}
-	if !schemas.ValidJSON(body) {
+	valid, tight := schemas.CompactJSON(body)
+	if !valid {
 		return Fail(400, "invalid_json", "Request body is not valid JSON: "+jsonSyntaxError(body)), false
 	}
+	*compact = tight
 	return Result{}, true
 }
 

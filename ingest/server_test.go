@@ -375,6 +375,10 @@ func TestRequestLogRecordRedacted(t *testing.T) {
 	if err := json.Unmarshal(rec.Payload, &rl); err != nil {
 		t.Fatal(err)
 	}
+	// A compact body, redacted, still travels as JSON (schemas.Body).
+	if !bytes.Contains(rec.Payload, []byte(`"requestBody":{"email":"a@example.com","nested":`)) {
+		t.Fatalf("compact request body not carried as JSON: %s", rec.Payload)
+	}
 	for _, leaked := range []string{"hunter2", `"k"`, `"s"`, "aGVsbG8=", "should-not-be-logged"} {
 		if strings.Contains(string(rl.RequestBody+rl.ResponseBody), leaked) {
 			t.Fatalf("secret %s leaked into the request log:\n%s\n%s", leaked, rl.RequestBody, rl.ResponseBody)
@@ -392,6 +396,26 @@ func TestRequestLogRecordRedacted(t *testing.T) {
 		rl.UserAgent != "ingest-test/1" || rl.IP != "127.0.0.1" || rl.Truncated || len(rl.Produced.EventIDs) != 1 ||
 		rl.Produced.Recipient != "a@example.com" || rl.Produced.ExternalID != "ext-1" || rl.DurationUS <= 0 {
 		t.Fatalf("request-log record: %+v", rl)
+	}
+
+	// A body with whitespace between tokens travels as a string, unchanged.
+	spaced := `{"email": "b@example.com", "n": [1, 2]}`
+	resp1, _ := h.DoRequest(mustReq(t, "POST", h.URL+"/api/v1/test/s/echo", key, spaced))
+	id1 := resp1.Header.Get("X-Request-Id")
+	found := false
+	for _, e := range h.Consume(t, schemas.TopicRequestLog) {
+		if e.ID != id1 {
+			continue
+		}
+		found = true
+		var rl schemas.RequestLog
+		_ = json.Unmarshal(e.Payload, &rl)
+		if string(rl.RequestBody) != spaced || !bytes.Contains(e.Payload, []byte(`"requestBody":"{\"email\": `)) {
+			t.Fatalf("spaced body: %q in %s", rl.RequestBody, e.Payload)
+		}
+	}
+	if !found {
+		t.Fatal("record of the spaced call not found")
 	}
 
 	// Bodies over the cap are cut after redaction and marked truncated.

@@ -79,6 +79,18 @@ func ValidJSON(b []byte) bool {
 	return valid
 }
 
+// CompactJSON validates p as ValidJSON does and, in the same pass, reports
+// whether it has no whitespace outside strings (so AppendCompactBody may
+// copy it).
+func CompactJSON(p []byte) (valid, compact bool) {
+	var v validator
+	end, ok := v.value(p, 0)
+	if ok && end == len(p) {
+		return true, !v.space
+	}
+	return ValidJSON(p), false
+}
+
 // checkJSON validates p in one pass. valid is ValidJSON's answer; clean
 // adds that json.Marshal of p as a RawMessage copies it unchanged: no
 // whitespace outside strings, no <, > or &, no U+2028 or U+2029.

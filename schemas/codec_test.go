@@ -466,3 +466,30 @@ func TestValidatorStringBytes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCompactJSON: CompactJSON's valid is ValidJSON's answer, and compact
+// means encoding/json's Compact leaves the text unchanged. Its seeds run as
+// a test.
+func FuzzCompactJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,"x y"]}`, `{"a": 1}`, ` {}`, `{} `, "[1,\n2]", `"<&>"`, `{"a":1}x`,
+		strings.Repeat("[", 600) + strings.Repeat("]", 600)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		valid, compact := CompactJSON(p)
+		if valid != json.Valid(p) {
+			t.Fatalf("CompactJSON(%q) valid = %v, json.Valid says %v", p, valid, !valid)
+		}
+		if !valid {
+			return
+		}
+		var out bytes.Buffer
+		if err := json.Compact(&out, p); err != nil {
+			t.Fatal(err)
+		}
+		// Beyond the validator's depth, compact is false (never wrongly true).
+		if same := bytes.Equal(out.Bytes(), p); compact != same && (compact || !deeperThan(p, maxDepth)) {
+			t.Fatalf("CompactJSON(%q) compact = %v, json.Compact changes it: %v", p, compact, !same)
+		}
+	})
+}
