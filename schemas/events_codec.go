@@ -16,48 +16,59 @@ import (
 // the wrong type or malformed JSON is an error.
 func DecodeEventPayload(b []byte) (EventPayload, error) {
 	var p EventPayload
+	err := walkObject(b, "event payload", p.set)
+	return p, err
+}
+
+// walkObject calls set with the name (unescaped only when it has no
+// escapes: names are matched exactly) and the raw value of each member of
+// the JSON object b, in order, in one pass without reflection. A string's
+// span is found by its quotes, a container's or scalar's is checked with
+// json.Valid; malformed JSON, anything but one object, or set's first error
+// ends the walk. what prefixes syntax errors.
+func walkObject(b []byte, what string, set func(key string, v []byte) error) error {
 	i := evSkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return p, errors.New("event payload: not a JSON object")
+		return errors.New(what + ": not a JSON object")
 	}
 	i = evSkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return p, evTrailing(b, i+1)
+		return evTrailing(b, i+1, what)
 	}
 	for i < len(b) {
 		if b[i] != '"' {
-			return p, evSyntaxAt(i)
+			return evSyntaxAt(i, what)
 		}
-		kEnd, err := evScanString(b, i)
+		kEnd, err := evScanString(b, i, what)
 		if err != nil {
-			return p, err
+			return err
 		}
 		key := b[i+1 : kEnd-1]
 		i = evSkipWS(b, kEnd)
 		if i >= len(b) || b[i] != ':' {
-			return p, evSyntaxAt(i)
+			return evSyntaxAt(i, what)
 		}
 		i = evSkipWS(b, i+1)
-		vEnd, err := evScanValue(b, i)
+		vEnd, err := evScanValue(b, i, what)
 		if err != nil {
-			return p, err
+			return err
 		}
-		if err := p.set(string(key), b[i:vEnd]); err != nil {
-			return p, err
+		if err := set(string(key), b[i:vEnd]); err != nil {
+			return err
 		}
 		i = evSkipWS(b, vEnd)
 		if i >= len(b) {
-			return p, evSyntaxAt(i)
+			return evSyntaxAt(i, what)
 		}
 		if b[i] == '}' {
-			return p, evTrailing(b, i+1)
+			return evTrailing(b, i+1, what)
 		}
 		if b[i] != ',' {
-			return p, evSyntaxAt(i)
+			return evSyntaxAt(i, what)
 		}
 		i = evSkipWS(b, i+1)
 	}
-	return p, evSyntaxAt(i)
+	return evSyntaxAt(i, what)
 }
 
 // set assigns one member. Members are matched by their exact names (the
@@ -148,35 +159,35 @@ func evSkipWS(b []byte, i int) int {
 	return i
 }
 
-func evTrailing(b []byte, i int) error {
+func evTrailing(b []byte, i int, what string) error {
 	if evSkipWS(b, i) != len(b) {
-		return evSyntaxAt(i)
+		return evSyntaxAt(i, what)
 	}
 	return nil
 }
 
-func evSyntaxAt(i int) error {
-	return fmt.Errorf("event payload: malformed JSON at byte %d", i)
+func evSyntaxAt(i int, what string) error {
+	return fmt.Errorf("%s: malformed JSON at byte %d", what, i)
 }
 
 // evScanString returns the index after the string starting at b[i] == '"'.
-func evScanString(b []byte, i int) (int, error) {
+func evScanString(b []byte, i int, what string) (int, error) {
 	end, ok := SkipJSONString(b, i)
 	if !ok {
-		return 0, evSyntaxAt(end)
+		return 0, evSyntaxAt(end, what)
 	}
 	return end, nil
 }
 
 // evScanValue returns the index after the JSON value starting at b[i]; a
 // container's or a scalar's span is checked with json.Valid.
-func evScanValue(b []byte, i int) (int, error) {
+func evScanValue(b []byte, i int, what string) (int, error) {
 	end, ok := SkipJSONValue(b, i)
 	if !ok {
-		return 0, evSyntaxAt(end)
+		return 0, evSyntaxAt(end, what)
 	}
 	if b[i] != '"' && !json.Valid(b[i:end]) {
-		return 0, evSyntaxAt(i)
+		return 0, evSyntaxAt(i, what)
 	}
 	return end, nil
 }

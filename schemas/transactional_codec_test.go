@@ -3,16 +3,16 @@ package schemas
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestAppendSendPayloadMatchesJSONMarshal compares the hand encoder with
-// json.Marshal on a minimal, a full and an awkward payload.
-func TestAppendSendPayloadMatchesJSONMarshal(t *testing.T) {
+// sampleSendPayloads are a minimal, a spilled, a full and an awkward payload.
+func sampleSendPayloads() []SendPayload {
 	at := time.Date(2026, 11, 22, 9, 1, 2, 345678900, time.UTC)
-	for _, p := range []SendPayload{
+	return []SendPayload{
 		{AcceptedAt: at},
 		{MessageID: "m1", RFCMessageID: "m1@x.test", Spilled: true, AcceptedAt: at.In(time.FixedZone("x", 3600))},
 		{
@@ -29,7 +29,14 @@ func TestAppendSendPayloadMatchesJSONMarshal(t *testing.T) {
 			AcceptedAt: at,
 		},
 		{Contact: &RecipientContact{Email: "e@x.test", CustomFields: map[string]any{}}, Data: json.RawMessage(`{}`), AcceptedAt: at},
-	} {
+	}
+}
+
+// TestAppendSendPayloadMatchesJSONMarshal compares the hand encoder with
+// json.Marshal on the sample payloads.
+func TestAppendSendPayloadMatchesJSONMarshal(t *testing.T) {
+	at := time.Date(2026, 11, 22, 9, 1, 2, 345678900, time.UTC)
+	for _, p := range sampleSendPayloads() {
 		want, err := json.Marshal(p)
 		if err != nil {
 			t.Fatal(err)
@@ -79,6 +86,86 @@ func BenchmarkAppendSendPayload(b *testing.B) {
 	b.Run("encoding-json", func(b *testing.B) {
 		for b.Loop() {
 			_, _ = json.Marshal(p)
+		}
+	})
+}
+
+// TestDecodeSendPayloadMatchesEncodingJSON: the sample payloads, as both
+// encoders write them, decode as json.Unmarshal decodes them; malformed
+// payloads are refused.
+func TestDecodeSendPayloadMatchesEncodingJSON(t *testing.T) {
+	for _, p := range sampleSendPayloads() {
+		b, err := AppendSendPayload(nil, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDecodeSendPayload(t, b)
+	}
+	checkDecodeSendPayload(t, []byte(` { "html" : "a\u00e9\ud83d\ude00\"" , "extra": [1, {"k": null}], "to": null, "data": null,
+		"spilled": true, "templateVersion": 3, "acceptedAt": "2026-01-02T03:04:05+01:00" } `))
+	for _, bad := range []string{``, `[]`, `{"to":1}`, `{"html":"x"`, `{"html":"x",}`, `{"acceptedAt":"soon"}`,
+		`{"data":{"a":}}`, `{"html":"a\qb"}`, "{\"html\":\"a\x01\"}", `{"cc":"x"}`, `{"to":"x"} x`} {
+		if _, err := DecodeSendPayload([]byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func checkDecodeSendPayload(t *testing.T, b []byte) {
+	t.Helper()
+	got, err := DecodeSendPayload(b)
+	if err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	var want SendPayload
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v\nencoding/json %+v", got, want)
+	}
+}
+
+// FuzzDecodeSendPayload varies the strings and the data of an encoded
+// payload; and any string literal that unquote decodes, encoding/json
+// decodes alike.
+func FuzzDecodeSendPayload(f *testing.F) {
+	f.Add("to@x.test", "<p>hi</p>\n\t\"q\"", []byte(`{"a":1}`))
+	f.Add("\xff\u2028", "a\"b\\c/\b\f\r", []byte(` [ 1 , 2 ] `))
+	f.Fuzz(func(t *testing.T, s, html string, data []byte) {
+		p := SendPayload{MessageID: s, To: s, HTML: html, Text: s + html, Cc: []string{s}, Data: data,
+			AcceptedAt: time.Unix(1e9, 5).UTC(), Contact: &RecipientContact{Email: s, CustomFields: map[string]any{s: html}}}
+		if b, err := json.Marshal(p); err == nil {
+			checkDecodeSendPayload(t, b)
+		}
+		lit := []byte(`"` + s + `"`)
+		if got, ok := unquote(lit); ok {
+			var want string
+			if err := json.Unmarshal(lit, &want); err != nil || got != want {
+				t.Fatalf("unquote(%q) = %q; json.Unmarshal gives %q, %v", lit, got, want, err)
+			}
+		}
+	})
+}
+
+func BenchmarkDecodeSendPayload(b *testing.B) {
+	p := sampleSendPayloads()[2]
+	p.HTML = strings.Repeat("<p style=\"font-size:16px;color:#51545e;\">Thanks {{ name }} for order {{ order.number }}.</p>\n", 40)
+	p.Attachments = nil
+	data, _ := json.Marshal(p)
+	b.Run("hand", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := DecodeSendPayload(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			var q SendPayload
+			if err := json.Unmarshal(data, &q); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

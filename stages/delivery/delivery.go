@@ -292,8 +292,8 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	if env.Type != schemas.TypeTransactionalSend {
 		return nil, nil
 	}
-	var p schemas.SendPayload
-	if err := json.Unmarshal(env.Payload, &p); err != nil {
+	p, err := schemas.DecodeSendPayload(env.Payload)
+	if err != nil {
 		return nil, pipeline.Permanent(fmt.Errorf("delivery: decode payload of %s: %w", env.ID, err))
 	}
 	if p.MessageID == "" {
@@ -668,8 +668,8 @@ func (s *Stage) loadSpilled(ctx context.Context, jobs []*job) error {
 			// queued, so this cannot happen short of manual edits.
 			return fmt.Errorf("load payloads: message %s has no stored payload", j.p.MessageID)
 		}
-		var p schemas.SendPayload
-		if err := json.Unmarshal(raw, &p); err != nil {
+		p, err := schemas.DecodeSendPayload(raw)
+		if err != nil {
 			return fmt.Errorf("load payloads: decode %s: %w", j.p.MessageID, err)
 		}
 		j.p = p
