@@ -92,24 +92,10 @@ func (p *EventPayload) set(key string, v []byte) error {
 		dst = &p.ExternalID
 	case "source":
 		dst = &p.Source
-	case "occurredAt", "receivedAt":
-		t := &p.OccurredAt
-		if key == "receivedAt" {
-			t = &p.ReceivedAt
-		}
-		if string(v) == "null" {
-			return nil
-		}
-		s, ok := evPlainString(v)
-		if !ok {
-			return json.Unmarshal(v, t)
-		}
-		parsed, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return fmt.Errorf("event payload: %s: %w", key, err)
-		}
-		*t = parsed
-		return nil
+	case "occurredAt":
+		return setTime(&p.OccurredAt, "event payload", key, v)
+	case "receivedAt":
+		return setTime(&p.ReceivedAt, "event payload", key, v)
 	case "properties":
 		if string(v) == "null" {
 			p.Properties = nil

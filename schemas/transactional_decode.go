@@ -56,7 +56,7 @@ func (p *SendPayload) set(key string, v []byte) error {
 		p.Data = append(json.RawMessage(nil), v...) // as RawMessage.UnmarshalJSON
 		return nil
 	case "acceptedAt":
-		return setTime(&p.AcceptedAt, key, v)
+		return setTime(&p.AcceptedAt, "send payload", key, v)
 	case "spilled":
 		return unmarshalMember(key, v, &p.Spilled)
 	case "from":
@@ -93,19 +93,22 @@ func unmarshalMember(key string, v []byte, dst any) error {
 	return nil
 }
 
-// setTime decodes an RFC 3339 string member as time.Time's UnmarshalJSON
-// does (null leaves it unchanged).
-func setTime(t *time.Time, key string, v []byte) error {
+// setTime decodes the RFC 3339 string member key of a what payload as
+// time.Time's UnmarshalJSON does (null leaves it unchanged).
+func setTime(t *time.Time, what, key string, v []byte) error {
 	if string(v) == "null" {
 		return nil
 	}
 	s, ok := evPlainString(v)
 	if !ok {
-		return unmarshalMember(key, v, t)
+		if err := json.Unmarshal(v, t); err != nil {
+			return fmt.Errorf("%s: %s: %w", what, key, err)
+		}
+		return nil
 	}
 	parsed, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return fmt.Errorf("send payload: %s: %w", key, err)
+		return fmt.Errorf("%s: %s: %w", what, key, err)
 	}
 	*t = parsed
 	return nil
