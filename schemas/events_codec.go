@@ -20,9 +20,9 @@ func DecodeEventPayload(b []byte) (EventPayload, error) {
 	return p, err
 }
 
-// walkObject calls set with the name (unescaped only when it has no
-// escapes: names are matched exactly) and the raw value of each member of
-// the JSON object b, in order, in one pass without reflection. A string's
+// walkObject calls set with the name as written (escapes are not decoded:
+// names are matched exactly) and the raw value of each member of the JSON
+// object b, in order, in one pass without reflection. A string's
 // span is found by its quotes, a container's or scalar's is checked with
 // json.Valid; malformed JSON, anything but one object, or set's first error
 // ends the walk. what prefixes syntax errors.
