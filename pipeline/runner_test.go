@@ -232,6 +232,10 @@ func TestRunPublishesOutputsThenCommits(t *testing.T) {
 	if !strings.Contains(text, `sendstream_stage_processed_total{stage="copy"} 302`) {
 		t.Fatalf("processed metric:\n%s", text)
 	}
+	// Handle times are sampled, one call in handleSample: calls 0, 8, … 296.
+	if want := fmt.Sprintf(`sendstream_stage_handle_seconds_count{stage="copy"} %d`, (302+handleSample-1)/handleSample); !strings.Contains(text, want) {
+		t.Fatalf("handle-time samples: want %s in\n%s", want, text)
+	}
 }
 
 func TestRunRetriesThenDeadLetters(t *testing.T) {
