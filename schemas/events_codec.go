@@ -2,10 +2,7 @@ package schemas
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
-	"unicode/utf8"
 )
 
 // DecodeEventPayload decodes an EventPayload, for the stages that read every
@@ -18,57 +15,6 @@ func DecodeEventPayload(b []byte) (EventPayload, error) {
 	var p EventPayload
 	err := walkObject(b, "event payload", p.set)
 	return p, err
-}
-
-// walkObject calls set with the name as written (escapes are not decoded:
-// names are matched exactly) and the raw value of each member of the JSON
-// object b, in order, in one pass without reflection. A string's
-// span is found by its quotes, a container's or scalar's is checked with
-// json.Valid; malformed JSON, anything but one object, or set's first error
-// ends the walk. what prefixes syntax errors.
-func walkObject(b []byte, what string, set func(key string, v []byte) error) error {
-	i := evSkipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return errors.New(what + ": not a JSON object")
-	}
-	i = evSkipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return evTrailing(b, i+1, what)
-	}
-	for i < len(b) {
-		if b[i] != '"' {
-			return evSyntaxAt(i, what)
-		}
-		kEnd, err := evScanString(b, i, what)
-		if err != nil {
-			return err
-		}
-		key := b[i+1 : kEnd-1]
-		i = evSkipWS(b, kEnd)
-		if i >= len(b) || b[i] != ':' {
-			return evSyntaxAt(i, what)
-		}
-		i = evSkipWS(b, i+1)
-		vEnd, err := evScanValue(b, i, what)
-		if err != nil {
-			return err
-		}
-		if err := set(string(key), b[i:vEnd]); err != nil {
-			return err
-		}
-		i = evSkipWS(b, vEnd)
-		if i >= len(b) {
-			return evSyntaxAt(i, what)
-		}
-		if b[i] == '}' {
-			return evTrailing(b, i+1, what)
-		}
-		if b[i] != ',' {
-			return evSyntaxAt(i, what)
-		}
-		i = evSkipWS(b, i+1)
-	}
-	return evSyntaxAt(i, what)
 }
 
 // set assigns one member. Members are matched by their exact names (the
@@ -106,76 +52,7 @@ func (p *EventPayload) set(key string, v []byte) error {
 	default: // not a member of EventPayload
 		return nil
 	}
-	if string(v) == "null" {
-		return nil
-	}
-	if s, ok := evPlainString(v); ok {
-		*dst = s
-		return nil
-	}
-	if err := json.Unmarshal(v, dst); err != nil {
-		return fmt.Errorf("event payload: %s: %w", key, err)
-	}
-	return nil
-}
-
-// evPlainString returns the content of a JSON string without escapes or
-// control characters and valid UTF-8; ok is false otherwise (the caller
-// decodes it with encoding/json).
-func evPlainString(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return "", false
-	}
-	in := v[1 : len(v)-1]
-	for _, c := range in {
-		if c == '\\' || c < 0x20 {
-			return "", false
-		}
-	}
-	if !utf8.Valid(in) {
-		return "", false
-	}
-	return string(in), true
-}
-
-func evSkipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-func evTrailing(b []byte, i int, what string) error {
-	if evSkipWS(b, i) != len(b) {
-		return evSyntaxAt(i, what)
-	}
-	return nil
-}
-
-func evSyntaxAt(i int, what string) error {
-	return fmt.Errorf("%s: malformed JSON at byte %d", what, i)
-}
-
-// evScanString returns the index after the string starting at b[i] == '"'.
-func evScanString(b []byte, i int, what string) (int, error) {
-	end, ok := SkipJSONString(b, i)
-	if !ok {
-		return 0, evSyntaxAt(end, what)
-	}
-	return end, nil
-}
-
-// evScanValue returns the index after the JSON value starting at b[i]; a
-// container's or a scalar's span is checked with json.Valid.
-func evScanValue(b []byte, i int, what string) (int, error) {
-	end, ok := SkipJSONValue(b, i)
-	if !ok {
-		return 0, evSyntaxAt(end, what)
-	}
-	if b[i] != '"' && !json.Valid(b[i:end]) {
-		return 0, evSyntaxAt(i, what)
-	}
-	return end, nil
+	return setString(dst, "event payload", key, v)
 }
 
 // AppendEventRecordedData appends the JSON of d, as json.Marshal would
