@@ -83,12 +83,20 @@ func ValidJSON(b []byte) bool {
 // whether it has no whitespace outside strings (so AppendCompactBody may
 // copy it).
 func CompactJSON(p []byte) (valid, compact bool) {
-	var v validator
-	end, ok := v.value(p, 0)
-	if ok && end == len(p) {
-		return true, !v.space
+	if whole, compact := wholeValue(p); whole {
+		return true, compact
 	}
 	return ValidJSON(p), false
+}
+
+// wholeValue reports whether p is one valid JSON value from its first byte
+// to its last (no whitespace around it) and, if so, whether it also has
+// none between its tokens. One validator pass.
+func wholeValue(p []byte) (whole, compact bool) {
+	var v validator
+	end, ok := v.value(p, 0)
+	whole = ok && end == len(p)
+	return whole, whole && !v.space
 }
 
 // checkJSON validates p in one pass. valid is ValidJSON's answer; clean

@@ -93,9 +93,7 @@ func appendBody(dst []byte, text string, compact bool) []byte {
 		if compact {
 			return append(dst, text...)
 		}
-		var v validator
-		p := unsafe.Slice(unsafe.StringData(text), len(text))
-		if end, ok := v.value(p, 0); ok && end == len(p) && !v.space {
+		if _, compact := wholeValue(unsafe.Slice(unsafe.StringData(text), len(text))); compact {
 			return append(dst, text...)
 		}
 	}
