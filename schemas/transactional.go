@@ -45,6 +45,16 @@ const (
 // from an externalId (IDFromKey(workspace, TransactionalIDScope, externalId)).
 const TransactionalIDScope = "transactional"
 
+// MessageIDOf returns the id of the message sent with externalID in
+// workspace ws, or "" when externalID is "" (such a message has a random
+// id).
+func MessageIDOf(ws, externalID string) string {
+	if externalID == "" {
+		return ""
+	}
+	return IDFromKey(ws, TransactionalIDScope, externalID)
+}
+
 // TransactionalWebhookEvents maps the webhook envelope types above to the
 // webhook event names of spec section 6.
 var TransactionalWebhookEvents = map[string]string{

@@ -494,9 +494,9 @@ func (s *service) send(ctx context.Context, ws, wsName, requestID string, req *s
 		}
 	}
 
-	id := schemas.NewID()
-	if req.ExternalID != "" {
-		id = schemas.IDFromKey(ws, schemas.TransactionalIDScope, req.ExternalID)
+	id := schemas.MessageIDOf(ws, req.ExternalID)
+	if id == "" {
+		id = schemas.NewID()
 	}
 	payload, env, spill, err := s.envelope(p, id, time.Now().UTC())
 	if err != nil {

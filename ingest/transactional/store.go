@@ -246,9 +246,7 @@ func (s *Store) lookupBatch(ctx context.Context, ins []lookupIn) ([]lookupOut, e
 			ref = DefaultPolicyKey
 		}
 		ords[i], wss[i], emails[i], refs[i], tpls[i] = int32(i), x.ws, x.in.Email, ref, x.in.TemplateID
-		if x.in.ExternalID != "" {
-			ids[i] = schemas.IDFromKey(x.ws, schemas.TransactionalIDScope, x.in.ExternalID)
-		}
+		ids[i] = schemas.MessageIDOf(x.ws, x.in.ExternalID)
 		for _, a := range x.in.Addresses {
 			aOrd = append(aOrd, int32(i))
 			aEmail = append(aEmail, a)
@@ -395,8 +393,7 @@ func (s *Store) claimBatch(ctx context.Context, ms []NewMessage) ([]claimOut, er
 func (s *Store) Existing(ctx context.Context, ws, externalID string) (*Existing, error) {
 	var e Existing
 	var contactID string
-	id := schemas.IDFromKey(ws, schemas.TransactionalIDScope, externalID)
-	err := s.pool.QueryRow(ctx, sqlExisting, ws, id).
+	err := s.pool.QueryRow(ctx, sqlExisting, ws, schemas.MessageIDOf(ws, externalID)).
 		Scan(&e.ID, &e.Status, &e.To, &e.MessageID, &contactID, &e.Warnings, &e.RequestHash, &e.CreatedAt, &e.Spilled)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -444,7 +441,7 @@ func scanMessage(row pgx.Row) (Message, error) {
 // Get returns a message by service id or, when id is "", by externalId.
 func (s *Store) Get(ctx context.Context, ws, id, externalID string) (Message, error) {
 	if id == "" {
-		id = schemas.IDFromKey(ws, schemas.TransactionalIDScope, externalID)
+		id = schemas.MessageIDOf(ws, externalID)
 	}
 	m, err := scanMessage(s.pool.QueryRow(ctx, sqlMessage, ws, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -475,11 +472,7 @@ func (s *Store) List(ctx context.Context, ws string, q ListQuery) ([]Message, er
 			return nil, ErrBadCursor
 		}
 	}
-	extID := ""
-	if q.ExternalID != "" {
-		extID = schemas.IDFromKey(ws, schemas.TransactionalIDScope, q.ExternalID)
-	}
-	rows, err := s.pool.Query(ctx, sqlList, ws, q.To, q.Status, extID, q.Before, q.Limit)
+	rows, err := s.pool.Query(ctx, sqlList, ws, q.To, q.Status, schemas.MessageIDOf(ws, q.ExternalID), q.Before, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list messages: %w", err)
 	}
