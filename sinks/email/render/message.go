@@ -157,18 +157,7 @@ func TextFromHTML(h string) string {
 		name := strings.ToLower(tagName(strings.TrimPrefix(tag, "/")))
 		switch {
 		case !closing && (name == "head" || name == "style" || name == "script" || name == "title"):
-			// Skip to the matching end tag.
-			lower := strings.ToLower(h[i:])
-			if k := strings.Index(lower, "</"+name); k >= 0 {
-				i += k
-				if e := strings.IndexByte(h[i:], '>'); e >= 0 {
-					i += e + 1
-				} else {
-					i = len(h)
-				}
-			} else {
-				i = len(h)
-			}
+			i = skipElement(h, i, name)
 		case name == "div" && !closing && (hidden > 0 || isHiddenStyle(tag)):
 			if hidden == 0 {
 				hidden = 1
@@ -263,30 +252,67 @@ func attr(tag, name string) string {
 	}
 }
 
-// tidyText collapses spaces and tabs, trims each line, keeps at most one
-// blank line in a row, and ends with one newline.
+// skipElement returns the index just past the end tag </name…> that
+// closes the element whose start tag ends before h[i] (len(h) when none
+// does), matching the name in any case.
+func skipElement(h string, i int, name string) int {
+	for {
+		k := strings.Index(h[i:], "</")
+		if k < 0 {
+			return len(h)
+		}
+		i += k + 2
+		if len(h)-i >= len(name) && strings.EqualFold(h[i:i+len(name)], name) {
+			if e := strings.IndexByte(h[i:], '>'); e >= 0 {
+				return i + e + 1
+			}
+			return len(h)
+		}
+	}
+}
+
+// tidyText collapses runs of spaces, tabs and carriage returns into one
+// space, trims each line, keeps at most one blank line in a row, and ends
+// with one newline.
 func tidyText(s string) string {
 	var b strings.Builder
-	b.Grow(len(s))
+	b.Grow(len(s) + 1)
 	blank := 0
 	started := false
-	for _, line := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
-		line = strings.Join(strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' || r == '\r' }), " ")
-		if line == "" {
-			if started {
-				blank++
-			}
-			continue
+	for len(s) > 0 {
+		line := s
+		if k := strings.IndexByte(s, '\n'); k >= 0 {
+			line, s = s[:k], s[k+1:]
+		} else {
+			s = ""
 		}
-		if started {
-			b.WriteByte('\n')
-			if blank > 0 {
-				b.WriteByte('\n')
+		n := b.Len()
+		space := false // a space is owed before the next word
+		for j := 0; j < len(line); j++ {
+			switch c := line[j]; c {
+			case ' ', '\t', '\r':
+				space = b.Len() > n
+			default:
+				if b.Len() == n && started { // the line's first word
+					b.WriteByte('\n')
+					if blank > 0 {
+						b.WriteByte('\n')
+					}
+					n = b.Len()
+				}
+				if space {
+					b.WriteByte(' ')
+					space = false
+				}
+				b.WriteByte(c)
 			}
 		}
-		blank = 0
-		started = true
-		b.WriteString(line)
+		switch {
+		case b.Len() > n:
+			started, blank = true, 0
+		case started:
+			blank++
+		}
 	}
 	if !started {
 		return "\n"

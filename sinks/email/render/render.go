@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"reflect"
 	"regexp"
 	"strings"
@@ -22,8 +23,11 @@ import (
 	"time"
 
 	"github.com/osteele/liquid"
+	"github.com/osteele/liquid/expressions"
+	"github.com/osteele/liquid/filters"
 	"github.com/osteele/liquid/parser"
 	"github.com/osteele/liquid/render"
+	"github.com/osteele/liquid/tags"
 )
 
 // Mode says how values are written into the output.
@@ -36,10 +40,17 @@ const (
 	HTML
 )
 
-// escapeFilter is the filter appended to every {{ … }} of an HTML template.
-// The name cannot collide with a template's own filters (they cannot start
-// with an underscore pair in Liquid as authors write it).
-const escapeFilter = "__sendstream_html"
+// escapeTag is the tag every {{ … }} of an HTML template becomes: it
+// evaluates the expression (compiled once, at parse time) and writes the
+// value HTML-escaped. escapeFilter does the same as a filter, for the rare
+// expression a tag cannot hold (one containing "%}"); a filter runs through
+// reflection on every call, the tag does not. Neither name can collide with
+// a template's own tags or filters (authors' names do not start with an
+// underscore pair).
+const (
+	escapeTag    = "__sendstream_html"
+	escapeFilter = "__sendstream_html"
+)
 
 // SyntaxError is a template that cannot be parsed (or uses a tag Sendstream
 // does not allow). Its message is meant for the API caller.
@@ -56,7 +67,7 @@ func (e *RenderError) Error() string { return e.Msg }
 // Engine parses and caches templates. It is safe for concurrent use; create
 // one per process and share it.
 type Engine struct {
-	liq   *liquid.Engine
+	cfg   render.Config
 	mu    sync.Mutex
 	cache map[cacheKey]*cacheEntry
 	max   int
@@ -80,15 +91,19 @@ func NewEngine(maxCached int) *Engine {
 	if maxCached <= 0 {
 		maxCached = 4096
 	}
-	liq := liquid.NewEngine()
-	liq.RegisterFilter(escapeFilter, escapeValue)
-	return &Engine{liq: liq, cache: map[cacheKey]*cacheEntry{}, max: maxCached}
+	cfg := render.NewConfig()
+	filters.AddStandardFilters(&cfg)
+	tags.AddStandardTags(cfg)
+	cfg.AddFilter(escapeFilter, escapeValue)
+	cfg.AddTag(escapeTag, compileEscape)
+	return &Engine{cfg: cfg, cache: map[cacheKey]*cacheEntry{}, max: maxCached}
 }
 
 // Template is one parsed source. Render may be called concurrently.
 type Template struct {
 	mode Mode
-	tpl  *liquid.Template
+	root render.Node
+	cfg  *render.Config
 	vars []string // every variable path read, sorted, without duplicates
 }
 
@@ -154,33 +169,89 @@ func (e *Engine) parse(src string, mode Mode) (*Template, error) {
 	if mode == HTML {
 		source = escapeObjects(src)
 	}
-	tpl, serr := e.liq.ParseString(source)
+	root, serr := e.cfg.Compile(source, parser.SourceLoc{})
 	if serr != nil {
 		return nil, &SyntaxError{Msg: cleanMessage(serr.Error())}
 	}
-	vars, err := collect(tpl.GetRoot())
+	vars, err := collect(root)
 	if err != nil {
 		return nil, err
 	}
-	return &Template{mode: mode, tpl: tpl, vars: vars}, nil
+	return &Template{mode: mode, root: root, cfg: &e.cfg, vars: vars}, nil
 }
 
 // Render renders the template with b. A *RenderError reports a failure of
 // the template itself; values the bindings lack render empty.
 func (t *Template) Render(b Bindings) (string, error) {
-	out, err := t.tpl.RenderString(b.m)
-	if err != nil {
+	var out strings.Builder
+	if err := render.Render(t.root, &out, b.m, *t.cfg); err != nil {
 		return "", &RenderError{Msg: cleanMessage(err.Error())}
 	}
-	return out, nil
+	return out.String(), nil
 }
 
-// cleanMessage drops the library's "Liquid error" prefix noise.
+// cleanMessage drops the library's "Liquid error" prefix noise and shows
+// an escaped object as the author wrote it, not as escapeObjects rewrote it.
 func cleanMessage(s string) string {
 	s = strings.TrimPrefix(s, "Liquid error: ")
 	s = strings.TrimPrefix(s, "Liquid exception: ")
+	return authored(s)
+}
+
+// authored turns the escape tags and filters that escapeObjects wrote back
+// into the {{ … }} they came from.
+func authored(s string) string {
+	s = strings.ReplaceAll(s, " | "+escapeFilter, "")
+	for _, open := range []string{"{% " + escapeTag + " ", "{%- " + escapeTag + " "} {
+		for {
+			i := strings.Index(s, open)
+			if i < 0 {
+				break
+			}
+			j := strings.Index(s[i:], "%}")
+			if j < 0 {
+				break
+			}
+			j += i
+			s = s[:i] + "{{" + open[2:len(open)-len(escapeTag)-1] + s[i+len(open):j] + "}}" + s[j+2:]
+		}
+	}
 	return s
 }
+
+// compileEscape is the escape tag's compiler: it parses the expression
+// once, and the renderer writes its value HTML-escaped.
+func compileEscape(args string) (func(io.Writer, render.Context) error, error) {
+	expr, err := expressions.Parse(args)
+	if err != nil {
+		return nil, err
+	}
+	return func(w io.Writer, ctx render.Context) error {
+		v, err := ctx.Evaluate(expr)
+		if err != nil {
+			return err
+		}
+		if s, ok := v.(string); ok {
+			return writeEscaped(w, s)
+		}
+		var b strings.Builder
+		writeValue(&b, v)
+		return writeEscaped(w, b.String())
+	}, nil
+}
+
+// writeEscaped writes s HTML-escaped as html.EscapeString does, without
+// building a copy when s has nothing to escape.
+func writeEscaped(w io.Writer, s string) error {
+	if strings.IndexAny(s, htmlSpecial) < 0 {
+		_, err := io.WriteString(w, s)
+		return err
+	}
+	_, err := io.WriteString(w, html.EscapeString(s))
+	return err
+}
+
+const htmlSpecial = `<>&'"`
 
 // escapeValue is the filter every {{ … }} of an HTML template ends with: it
 // writes the value the way Liquid would, HTML-escaped.
@@ -228,7 +299,8 @@ func writeValue(b *strings.Builder, v any) {
 var endsEscaped = regexp.MustCompile(`\|\s*(escape|escape_once)\s*$`)
 
 // escapeObjects rewrites an HTML template so every {{ expr }} becomes
-// {{ expr | __sendstream_html }}, keeping whitespace-control markers.
+// {% __sendstream_html expr %} (or {{ expr | __sendstream_html }} when the
+// expression holds "%}"), keeping whitespace-control markers.
 // Output inside {% raw %} is left alone, {{ x }} of a name filled by
 // {% capture x %} is not escaped again (its inner objects already were),
 // nor is an expression that ends with the escape or escape_once filter.
@@ -258,19 +330,29 @@ func escapeObjects(src string) string {
 				b.WriteString(t.Source)
 				continue
 			}
-			b.WriteString("{{")
+			open, close := "{%", "%}"
+			if strings.Contains(args, "%}") { // a tag cannot hold it
+				open, close = "{{", "}}"
+			}
+			b.WriteString(open)
 			if strings.HasPrefix(t.Source, "{{-") {
 				b.WriteByte('-')
 			}
 			b.WriteByte(' ')
-			b.WriteString(args)
-			b.WriteString(" | ")
-			b.WriteString(escapeFilter)
+			if open == "{%" {
+				b.WriteString(escapeTag)
+				b.WriteByte(' ')
+				b.WriteString(args)
+			} else {
+				b.WriteString(args)
+				b.WriteString(" | ")
+				b.WriteString(escapeFilter)
+			}
 			b.WriteByte(' ')
 			if strings.HasSuffix(t.Source, "-}}") {
 				b.WriteByte('-')
 			}
-			b.WriteString("}}")
+			b.WriteString(close)
 		}
 		// Trim tokens carry no source: the markers are inside the
 		// neighbouring object or tag source.
@@ -334,6 +416,8 @@ func (w *walker) node(n render.Node, sc scope) error {
 
 func (w *walker) tag(name, args string, sc scope) error {
 	switch name {
+	case escapeTag:
+		w.expr(args, sc)
 	case "include":
 		return &SyntaxError{Msg: errInclude.Error()}
 	case "assign":
