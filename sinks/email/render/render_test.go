@@ -211,7 +211,7 @@ func TestRenderErrorsAndTextFallback(t *testing.T) {
 	// Messages quote the object as the author wrote it, not as escaped.
 	for src, want := range map[string]string{
 		"a\n{{- 1 | divided_by: 0 -}}": `html: Liquid error (line 1): error applying filter "divided_by" ("division by zero") in {{- 1 | divided_by: 0 -}}`,
-		`{{ "%}" | divided_by: 0 }}`:    `html: can't convert string(%}) to type float64 in {{ "%}" | divided_by: 0 }}`,
+		`{{ "%}" | divided_by: 0 }}`:   `html: can't convert string(%}) to type float64 in {{ "%}" | divided_by: 0 }}`,
 	} {
 		c, err := e.Compile(Source{Subject: "x", HTML: src})
 		if err != nil {
