@@ -51,6 +51,12 @@ type ProducerConfig struct {
 	// MaxRequestBytes caps one produce request across partitions (default
 	// 16 MiB).
 	MaxRequestBytes int
+	// InFlight is how many produce requests may be out to one broker at
+	// once, each on its own connection (default 2). A partition is in at
+	// most one of them, so its order holds. With one, a message that
+	// arrives while a request is out waits for it to return before its own
+	// round trip starts; with two it usually leaves at once.
+	InFlight int
 	// MetadataTTL is how long partition counts are cached (default 10s).
 	MetadataTTL time.Duration
 	// AutoCreatePartitions, when positive, makes Publish create a missing
@@ -78,6 +84,9 @@ func (c *ProducerConfig) withDefaults() {
 	}
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = 16 << 20
+	}
+	if c.InFlight <= 0 {
+		c.InFlight = 2
 	}
 	if c.MetadataTTL <= 0 {
 		c.MetadataTTL = 10 * time.Second
@@ -175,10 +184,10 @@ type partQueue struct {
 }
 
 // brokerFlusher sends the queued messages of the partitions one broker leads,
-// over its own connection, on its own goroutine (no hand-off per request).
+// on InFlight goroutines, each with its own connection (no hand-off per
+// request).
 type brokerFlusher struct {
 	id      int32
-	conn    *protocol.Conn // owned by the flusher goroutine; nil until dialled or after a failure
 	mu      sync.Mutex
 	ready   []*partQueue
 	wake    chan struct{} // capacity 1
@@ -473,8 +482,10 @@ func (p *Producer) setLeadersLocked(parts []*partQueue, leaders []int32) {
 		if !ok {
 			bf = &brokerFlusher{id: id, wake: make(chan struct{}, 1)}
 			p.flushers[id] = bf
-			p.wg.Add(1)
-			go p.flush(bf)
+			for range p.cfg.InFlight {
+				p.wg.Add(1)
+				go p.flush(bf)
+			}
 		}
 		parts[i].leader.Store(bf)
 	}
@@ -531,21 +542,32 @@ type inflightPart struct {
 	batch []queued
 }
 
-// flush is the flusher goroutine of one broker: it waits for ready
-// partitions, sends all their queued messages in one request, completes the
-// callers, and repeats. It returns once Close asked and nothing is ready.
+// flush is one flusher goroutine of a broker: it waits for ready
+// partitions, sends all their queued messages in one request on its own
+// connection, completes the callers, and repeats. It returns once Close
+// asked and nothing is ready, waking a sibling to do the same.
 func (p *Producer) flush(bf *brokerFlusher) {
 	defer p.wg.Done()
 	var (
+		conn     *protocol.Conn // nil until dialled or after a failure
 		ready    []*partQueue
 		parts    []inflightPart
 		failures int // consecutive failed requests, for backoff
 	)
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
 	for {
 		bf.mu.Lock()
 		for len(bf.ready) == 0 {
 			if bf.closing {
 				bf.mu.Unlock()
+				select {
+				case bf.wake <- struct{}{}:
+				default:
+				}
 				return
 			}
 			bf.mu.Unlock()
@@ -579,7 +601,7 @@ func (p *Producer) flush(bf *brokerFlusher) {
 			continue
 		}
 
-		retry := p.send(bf, parts)
+		retry := p.send(bf, &conn, parts)
 		if retry {
 			failures++
 		} else {
@@ -639,7 +661,7 @@ func (p *Producer) take(q *partQueue) ([]queued, int) {
 // send produces parts in one request and completes their callers; messages
 // that failed with a retryable error and have attempts left go back to the
 // front of their queue. It reports whether anything is to be retried.
-func (p *Producer) send(bf *brokerFlusher, parts []inflightPart) (retry bool) {
+func (p *Producer) send(bf *brokerFlusher, conn **protocol.Conn, parts []inflightPart) (retry bool) {
 	now := time.Now()
 	req := &produceAPI.Request{Acks: int16(kafka.RequireAll), Timeout: int32(p.cfg.RequestTimeout / time.Millisecond)}
 	index := make(map[string]map[int32]int, 2)
@@ -675,7 +697,7 @@ func (p *Producer) send(bf *brokerFlusher, parts []inflightPart) (retry bool) {
 	p.mBatchLen.Observe(float64(msgs))
 
 	rtStart := time.Now()
-	res, err := p.roundTrip(bf, req)
+	res, err := p.roundTrip(bf.id, conn, req)
 	p.mRequest.ObserveSince(rtStart)
 	errs := make([]error, len(parts))
 	if err != nil {
@@ -740,23 +762,23 @@ func (p *Producer) send(bf *brokerFlusher, parts []inflightPart) (retry bool) {
 	return retry
 }
 
-// roundTrip sends req on bf's connection, dialling it first when needed,
-// and waits for the answer on the calling (flusher) goroutine. A failed
-// exchange closes the connection; the next request dials again.
-func (p *Producer) roundTrip(bf *brokerFlusher, req protocol.Message) (protocol.Message, error) {
-	if bf.conn == nil {
-		c, err := p.dial(bf.id)
+// roundTrip sends req to broker id on *conn, dialling it first when
+// needed, and waits for the answer on the calling (flusher) goroutine. A
+// failed exchange closes the connection; the next request dials again.
+func (p *Producer) roundTrip(id int32, conn **protocol.Conn, req protocol.Message) (protocol.Message, error) {
+	if *conn == nil {
+		c, err := p.dial(id)
 		if err != nil {
 			return nil, err
 		}
-		bf.conn = c
+		*conn = c
 	}
-	bf.conn.SetDeadline(time.Now().Add(p.cfg.RequestTimeout + time.Second))
-	res, err := bf.conn.RoundTrip(req)
+	(*conn).SetDeadline(time.Now().Add(p.cfg.RequestTimeout + time.Second))
+	res, err := (*conn).RoundTrip(req)
 	if err != nil {
-		bf.conn.Close()
-		bf.conn = nil
-		return nil, fmt.Errorf("produce to broker %d: %w", bf.id, err)
+		(*conn).Close()
+		*conn = nil
+		return nil, fmt.Errorf("produce to broker %d: %w", id, err)
 	}
 	return res, nil
 }
@@ -865,12 +887,6 @@ func (p *Producer) Close() error {
 	}
 	p.wg.Wait()
 	p.stop()
-	for _, bf := range flushers {
-		if bf.conn != nil {
-			bf.conn.Close()
-			bf.conn = nil
-		}
-	}
 	// Whatever is still queued (a partition handed to a flusher that had
 	// already stopped) fails rather than hanging its caller.
 	p.mu.RLock()

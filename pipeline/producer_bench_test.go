@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -110,4 +111,47 @@ func BenchmarkWriter64(b *testing.B) {
 		}
 		return w.WriteMessages(ctx, kafka.Message{Key: []byte(env.Key), Value: v})
 	})
+}
+
+// BenchmarkPublishAtRate publishes one envelope every 500 µs (2,000/s, each
+// Publish on its own goroutine, timed from its intended start) for b.N
+// envelopes and reports the ack latency's median and 99th percentile, with
+// one and with two produce requests in flight per broker.
+func BenchmarkPublishAtRate(b *testing.B) {
+	for _, inFlight := range []int{1, 2} {
+		b.Run(fmt.Sprintf("inflight=%d", inFlight), func(b *testing.B) {
+			const topic = "t.rate"
+			brokers := newCluster(b, topic)
+			ctx := context.Background()
+			p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, InFlight: inFlight, Metrics: NewRegistry()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			if err := p.Publish(ctx, topic, benchEnv(0)); err != nil { // metadata, connections
+				b.Fatal(err)
+			}
+			lat := make([]time.Duration, b.N)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				due := start.Add(time.Duration(i) * 500 * time.Microsecond)
+				time.Sleep(time.Until(due))
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					if err := p.Publish(ctx, topic, benchEnv(i)); err != nil {
+						b.Error(err)
+					}
+					lat[i] = time.Since(due)
+				}(i)
+			}
+			wg.Wait()
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+	}
 }
