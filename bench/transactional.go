@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -101,24 +102,9 @@ func txAuth(s *harness.System) [][2]string {
 
 // txHTML is the message body: a receipt of about 2 KB whose rendered HTML,
 // derived text part and headers make a message of about 4 KB.
-const txHTML = `<!DOCTYPE html><html><head><meta charset="utf-8"><title>Receipt</title></head>
-<body style="margin:0;padding:0;background:#f4f4f7;font-family:Helvetica,Arial,sans-serif;">
-<table role="presentation" width="100%" cellpadding="0" cellspacing="0"><tr><td align="center" style="padding:24px;">
-<table role="presentation" width="600" cellpadding="0" cellspacing="0" style="background:#ffffff;border-radius:6px;">
-<tr><td style="padding:32px 40px 8px 40px;"><h1 style="font-size:22px;color:#333333;">Hi {{ name | default: "there" }},</h1>
-<p style="font-size:16px;line-height:24px;color:#51545e;">Thanks for your order <strong>#{{ order.number }}</strong> placed on {{ order.date }}.
-We are getting it ready and will let you know when it ships. Questions? Just reply to this email.</p></td></tr>
-<tr><td style="padding:8px 40px;"><table role="presentation" width="100%" cellpadding="0" cellspacing="0" style="border-top:1px solid #eaeaec;">
-{% for item in order.items %}<tr><td style="padding:10px 0;font-size:15px;color:#333333;">{{ forloop.index }}. {{ item.name }}</td>
-<td style="padding:10px 0;font-size:15px;color:#333333;" align="right">{{ item.quantity }} x {{ item.price }} {{ order.currency }}</td></tr>
-{% endfor %}<tr><td style="padding:12px 0;font-size:16px;font-weight:bold;border-top:1px solid #eaeaec;">Total</td>
-<td style="padding:12px 0;font-size:16px;font-weight:bold;border-top:1px solid #eaeaec;" align="right">{{ order.total }} {{ order.currency }}</td></tr>
-</table></td></tr>
-<tr><td style="padding:16px 40px 32px 40px;font-size:13px;line-height:20px;color:#6b6e76;">Shipping to {{ address.line1 }}, {{ address.city }} {{ address.zip }}.
-You can track your parcel from your account page once it leaves our warehouse. Thank you for shopping with us.</td></tr>
-<tr><td style="padding:0 40px 32px 40px;font-size:12px;line-height:18px;color:#9a9ea6;">Returns are free within 30 days: reply to this email with your order number
-and we will send you a prepaid label. Prices include VAT. This receipt was sent to you because you placed an order in our shop.</td></tr>
-</table></td></tr></table></body></html>`
+//
+//go:embed receipt.html
+var txHTML string
 
 // sendBody returns the Vary function of send bodies: a unique recipient
 // and externalId per request, the receipt template with its data.
