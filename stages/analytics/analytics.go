@@ -39,6 +39,9 @@ func init() {
 		Name:     Name,
 		Consumes: schemas.TopicEvents,
 		Defaults: Config{},
+		// Rows are inserted about once a second: fetch in large chunks
+		// rather than once per produce request of the ingest tier.
+		FetchMinBytes: 256 << 10,
 		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
 			return New(ctx, r, cfg)
 		},
