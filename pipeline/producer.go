@@ -53,10 +53,15 @@ type ProducerConfig struct {
 	MaxRequestBytes int
 	// InFlight is how many produce requests may be out to one broker at
 	// once, each on its own connection (default 2). A partition is in at
-	// most one of them, so its order holds. With one, a message that
-	// arrives while a request is out waits for it to return before its own
-	// round trip starts; with two it usually leaves at once.
+	// most one of them, so its order holds.
 	InFlight int
+	// OverlapAfter is how long a request must have been out before another
+	// one joins it (default 2ms). Work that arrives while a request is out
+	// normally waits and goes in the next one (group commit: at saturation
+	// round trips are short and batches stay large); when a round trip is
+	// slow, the work waits no longer than this instead of the whole slow
+	// round trip.
+	OverlapAfter time.Duration
 	// MetadataTTL is how long partition counts are cached (default 10s).
 	MetadataTTL time.Duration
 	// AutoCreatePartitions, when positive, makes Publish create a missing
@@ -87,6 +92,9 @@ func (c *ProducerConfig) withDefaults() {
 	}
 	if c.InFlight <= 0 {
 		c.InFlight = 2
+	}
+	if c.OverlapAfter <= 0 {
+		c.OverlapAfter = 2 * time.Millisecond
 	}
 	if c.MetadataTTL <= 0 {
 		c.MetadataTTL = 10 * time.Second
@@ -189,9 +197,19 @@ type partQueue struct {
 type brokerFlusher struct {
 	id      int32
 	mu      sync.Mutex
+	out     int       // requests out now
+	lastOut time.Time // when the latest of them was sent
 	ready   []*partQueue
 	wake    chan struct{} // capacity 1
 	closing bool
+}
+
+// done records that a flusher's request (or its turn, when it had nothing
+// to send) is over.
+func (bf *brokerFlusher) done() {
+	bf.mu.Lock()
+	bf.out--
+	bf.mu.Unlock()
 }
 
 type queued struct {
@@ -574,7 +592,18 @@ func (p *Producer) flush(bf *brokerFlusher) {
 			<-bf.wake
 			bf.mu.Lock()
 		}
+		if bf.out > 0 {
+			if wait := p.cfg.OverlapAfter - time.Since(bf.lastOut); wait > 0 {
+				// The request out will likely return first, and its
+				// flusher then takes this work; look again after wait.
+				bf.mu.Unlock()
+				time.Sleep(wait)
+				continue
+			}
+		}
 		ready, bf.ready = bf.ready, ready[:0]
+		bf.out++
+		bf.lastOut = time.Now()
 		bf.mu.Unlock()
 
 		parts = parts[:0]
@@ -598,6 +627,7 @@ func (p *Producer) flush(bf *brokerFlusher) {
 		}
 		clear(ready)
 		if len(parts) == 0 {
+			bf.done()
 			continue
 		}
 
@@ -615,6 +645,7 @@ func (p *Producer) flush(bf *brokerFlusher) {
 			q.mu.Unlock()
 			parts[i] = inflightPart{}
 		}
+		bf.done()
 		if failures > 0 {
 			p.mRetries.Inc()
 			select {

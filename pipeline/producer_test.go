@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"sendstream/schemas"
 )
 
@@ -242,5 +245,77 @@ func TestPublishWhileMetadataRefreshes(t *testing.T) {
 	}
 	if got := p.mMessages.Value(); got != 160 {
 		t.Fatalf("acked messages = %d, want 160", got)
+	}
+}
+
+// TestSlowRequestDoesNotHoldOtherPartitions: while one produce request is
+// held at the broker, a message for another partition goes out in a second
+// request once the first has been out OverlapAfter, and is acked before the
+// held one; with one request in flight it waits for the held one.
+func TestSlowRequestDoesNotHoldOtherPartitions(t *testing.T) {
+	for _, inFlight := range []int{2, 1} {
+		t.Run(fmt.Sprintf("inflight=%d", inFlight), func(t *testing.T) {
+			const topic = "t.slow"
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			held, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			c.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				for _, tp := range req.(*kmsg.ProduceRequest).Topics {
+					for _, p := range tp.Partitions {
+						if p.Partition == int32(partitionFor([]byte("slow"), 4)) {
+							once.Do(func() {
+								close(held)
+								c.SleepControl(func() { <-release })
+							})
+						}
+					}
+				}
+				return nil, nil, false
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			p, err := NewProducer(ctx, ProducerConfig{Brokers: c.ListenAddrs(), InFlight: inFlight,
+				OverlapAfter: 5 * time.Millisecond, Metrics: NewRegistry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			fast := "fast"
+			for i := 0; partitionFor([]byte(fast), 4) == partitionFor([]byte("slow"), 4); i++ {
+				fast = fmt.Sprintf("fast%d", i)
+			}
+			slowDone := make(chan error, 1)
+			go func() { slowDone <- p.Publish(ctx, topic, testEnv("slow", 0)) }()
+			<-held
+			fastDone := make(chan error, 1)
+			go func() { fastDone <- p.Publish(ctx, topic, testEnv(fast, 0)) }()
+			select {
+			case err := <-fastDone:
+				if inFlight == 1 {
+					t.Fatal("acked while the only request in flight was held")
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(time.Second):
+				if inFlight > 1 {
+					t.Fatal("a message for another partition waited for the held request")
+				}
+			}
+			close(release)
+			if err := <-slowDone; err != nil {
+				t.Fatal(err)
+			}
+			if inFlight == 1 {
+				if err := <-fastDone; err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
