@@ -40,17 +40,14 @@ const (
 	HTML
 )
 
-// escapeTag is the tag every {{ … }} of an HTML template becomes: it
+// escapeName names the tag every {{ … }} of an HTML template becomes: it
 // evaluates the expression (compiled once, at parse time) and writes the
-// value HTML-escaped. escapeFilter does the same as a filter, for the rare
-// expression a tag cannot hold (one containing "%}"); a filter runs through
-// reflection on every call, the tag does not. Neither name can collide with
-// a template's own tags or filters (authors' names do not start with an
-// underscore pair).
-const (
-	escapeTag    = "__sendstream_html"
-	escapeFilter = "__sendstream_html"
-)
+// value HTML-escaped. It also names a filter that does the same, for the
+// rare expression a tag cannot hold (one containing "%}"); a filter runs
+// through reflection on every call, the tag does not. The name cannot
+// collide with a template's own tags or filters (authors' names do not
+// start with an underscore pair).
+const escapeName = "__sendstream_html"
 
 // SyntaxError is a template that cannot be parsed (or uses a tag Sendstream
 // does not allow). Its message is meant for the API caller.
@@ -94,8 +91,8 @@ func NewEngine(maxCached int) *Engine {
 	cfg := render.NewConfig()
 	filters.AddStandardFilters(&cfg)
 	tags.AddStandardTags(cfg)
-	cfg.AddFilter(escapeFilter, escapeValue)
-	cfg.AddTag(escapeTag, compileEscape)
+	cfg.AddFilter(escapeName, escapeValue)
+	cfg.AddTag(escapeName, compileEscape)
 	return &Engine{cfg: cfg, cache: map[cacheKey]*cacheEntry{}, max: maxCached}
 }
 
@@ -201,19 +198,19 @@ func cleanMessage(s string) string {
 // authored turns the escape tags and filters that escapeObjects wrote back
 // into the {{ … }} they came from.
 func authored(s string) string {
-	s = strings.ReplaceAll(s, " | "+escapeFilter, "")
-	for _, open := range []string{"{% " + escapeTag + " ", "{%- " + escapeTag + " "} {
+	s = strings.ReplaceAll(s, " | "+escapeName, "")
+	for _, r := range [][2]string{{"{% " + escapeName + " ", "{{ "}, {"{%- " + escapeName + " ", "{{- "}} {
 		for {
-			i := strings.Index(s, open)
+			i := strings.Index(s, r[0])
 			if i < 0 {
 				break
 			}
-			j := strings.Index(s[i:], "%}")
+			args := s[i+len(r[0]):]
+			j := strings.Index(args, "%}")
 			if j < 0 {
 				break
 			}
-			j += i
-			s = s[:i] + "{{" + open[2:len(open)-len(escapeTag)-1] + s[i+len(open):j] + "}}" + s[j+2:]
+			s = s[:i] + r[1] + args[:j] + "}}" + args[j+2:]
 		}
 	}
 	return s
@@ -231,30 +228,20 @@ func compileEscape(args string) (func(io.Writer, render.Context) error, error) {
 		if err != nil {
 			return err
 		}
-		if s, ok := v.(string); ok {
-			return writeEscaped(w, s)
+		s, ok := v.(string)
+		switch {
+		case !ok:
+			s = escapeValue(v)
+		case strings.ContainsAny(s, `<>&'"`): // else s is written as it is
+			s = html.EscapeString(s)
 		}
-		var b strings.Builder
-		writeValue(&b, v)
-		return writeEscaped(w, b.String())
+		_, err = io.WriteString(w, s)
+		return err
 	}, nil
 }
 
-// writeEscaped writes s HTML-escaped as html.EscapeString does, without
-// building a copy when s has nothing to escape.
-func writeEscaped(w io.Writer, s string) error {
-	if strings.IndexAny(s, htmlSpecial) < 0 {
-		_, err := io.WriteString(w, s)
-		return err
-	}
-	_, err := io.WriteString(w, html.EscapeString(s))
-	return err
-}
-
-const htmlSpecial = `<>&'"`
-
-// escapeValue is the filter every {{ … }} of an HTML template ends with: it
-// writes the value the way Liquid would, HTML-escaped.
+// escapeValue is the escape filter, and the escape tag's way with values
+// that are not strings: the value the way Liquid writes it, HTML-escaped.
 func escapeValue(v any) string {
 	var b strings.Builder
 	writeValue(&b, v)
@@ -330,29 +317,18 @@ func escapeObjects(src string) string {
 				b.WriteString(t.Source)
 				continue
 			}
-			open, close := "{%", "%}"
-			if strings.Contains(args, "%}") { // a tag cannot hold it
-				open, close = "{{", "}}"
-			}
-			b.WriteString(open)
+			lead, trail := " ", " " // with the whitespace-control markers
 			if strings.HasPrefix(t.Source, "{{-") {
-				b.WriteByte('-')
+				lead = "- "
 			}
-			b.WriteByte(' ')
-			if open == "{%" {
-				b.WriteString(escapeTag)
-				b.WriteByte(' ')
-				b.WriteString(args)
-			} else {
-				b.WriteString(args)
-				b.WriteString(" | ")
-				b.WriteString(escapeFilter)
-			}
-			b.WriteByte(' ')
 			if strings.HasSuffix(t.Source, "-}}") {
-				b.WriteByte('-')
+				trail = " -"
 			}
-			b.WriteString(close)
+			if strings.Contains(args, "%}") { // a tag cannot hold it
+				b.WriteString("{{" + lead + args + " | " + escapeName + trail + "}}")
+			} else {
+				b.WriteString("{%" + lead + escapeName + " " + args + trail + "%}")
+			}
 		}
 		// Trim tokens carry no source: the markers are inside the
 		// neighbouring object or tag source.
@@ -416,7 +392,7 @@ func (w *walker) node(n render.Node, sc scope) error {
 
 func (w *walker) tag(name, args string, sc scope) error {
 	switch name {
-	case escapeTag:
+	case escapeName:
 		w.expr(args, sc)
 	case "include":
 		return &SyntaxError{Msg: errInclude.Error()}
