@@ -29,22 +29,8 @@ func appendRequestLog(b []byte, rl *schemas.RequestLog, reqJSON, respJSON bool) 
 	b = schemas.AppendJSONString(b, rl.KeyID)
 	b = append(b, `,"keyKind":`...)
 	b = schemas.AppendJSONString(b, rl.KeyKind)
-	if rl.RequestBody != "" {
-		b = append(b, `,"requestBody":`...)
-		if reqJSON {
-			b = schemas.AppendCompactBody(b, string(rl.RequestBody))
-		} else {
-			b = schemas.AppendBody(b, string(rl.RequestBody))
-		}
-	}
-	if rl.ResponseBody != "" {
-		b = append(b, `,"responseBody":`...)
-		if respJSON {
-			b = schemas.AppendCompactBody(b, string(rl.ResponseBody))
-		} else {
-			b = schemas.AppendBody(b, string(rl.ResponseBody))
-		}
-	}
+	b = appendLogBody(b, `,"requestBody":`, rl.RequestBody, reqJSON)
+	b = appendLogBody(b, `,"responseBody":`, rl.ResponseBody, respJSON)
 	if rl.Truncated {
 		b = append(b, `,"truncated":true`...)
 	}
@@ -76,6 +62,19 @@ func appendRequestLog(b []byte, rl *schemas.RequestLog, reqJSON, respJSON bool) 
 		b = schemas.AppendJSONString(b, rl.UserAgent)
 	}
 	return append(b, '}')
+}
+
+// appendLogBody appends member (`,"name":`) and body unless body is empty;
+// compact says body is compact JSON (schemas.AppendCompactBody).
+func appendLogBody(b []byte, member string, body schemas.Body, compact bool) []byte {
+	switch {
+	case body == "":
+		return b
+	case compact:
+		return schemas.AppendCompactBody(append(b, member...), string(body))
+	default:
+		return schemas.AppendBody(append(b, member...), string(body))
+	}
 }
 
 func appendKey(b []byte, k string) []byte {
