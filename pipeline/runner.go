@@ -279,7 +279,7 @@ func newStageRunner(cfg *RunConfig, reg Registered, st Stage) *stageRunner {
 		"sendstream_stage_commits_total":         "Offset commits.",
 		"sendstream_stage_commit_failures_total": "Offset commits that failed (the batch will be read again).",
 		"sendstream_stage_reopens_total":         "Times the reader was reopened after a failure.",
-		"sendstream_stage_handle_seconds":        "Duration of Handle calls, one call in 8 sampled.",
+		"sendstream_stage_handle_seconds":        "Duration of Handle calls, one call in " + strconv.Itoa(handleSample) + " sampled.",
 	} {
 		m.Help(name, help)
 	}
