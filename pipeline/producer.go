@@ -1,13 +1,13 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,9 +16,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol"
-	"github.com/segmentio/kafka-go/protocol/apiversions"
-	produceAPI "github.com/segmentio/kafka-go/protocol/produce"
+	"github.com/segmentio/kafka-go/compress"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sendstream/schemas"
 )
@@ -141,7 +140,7 @@ func parseCompression(s string) (kafka.Compression, error) {
 // process and Close it last.
 type Producer struct {
 	cfg       ProducerConfig
-	attrs     int8 // record-set attributes: the compression codec
+	codec     compress.Codec // of record batches; nil: none
 	client    *kafka.Client
 	transport *kafka.Transport
 
@@ -279,7 +278,7 @@ func NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer, error) {
 	addr := kafka.TCP(cfg.Brokers...)
 	p := &Producer{
 		cfg:       cfg,
-		attrs:     int8(protocol.Attributes(comp) & 7),
+		codec:     comp.Codec(),
 		transport: tr,
 		client:    &kafka.Client{Addr: addr, Timeout: cfg.RequestTimeout, Transport: tr},
 		topics:    map[string]*topicState{},
@@ -567,7 +566,7 @@ type inflightPart struct {
 func (p *Producer) flush(bf *brokerFlusher) {
 	defer p.wg.Done()
 	var (
-		conn     *protocol.Conn // nil until dialled or after a failure
+		conn     *wireConn // nil until dialled or after a failure
 		ready    []*partQueue
 		parts    []inflightPart
 		failures int // consecutive failed requests, for backoff
@@ -689,40 +688,22 @@ func (p *Producer) take(q *partQueue) ([]queued, int) {
 	return batch, size
 }
 
-// send produces parts in one request and completes their callers; messages
-// that failed with a retryable error and have attempts left go back to the
-// front of their queue. It reports whether anything is to be retried.
-func (p *Producer) send(bf *brokerFlusher, conn **protocol.Conn, parts []inflightPart) (retry bool) {
-	now := time.Now()
-	req := &produceAPI.Request{Acks: int16(kafka.RequireAll), Timeout: int32(p.cfg.RequestTimeout / time.Millisecond)}
-	index := make(map[string]map[int32]int, 2)
+// send produces parts in one request and completes their callers;
+// messages that failed with a retryable error and have attempts left go
+// back to the front of their queue. It reports whether anything is to be
+// retried.
+func (p *Producer) send(bf *brokerFlusher, conn **wireConn, parts []inflightPart) (retry bool) {
+	slices.SortFunc(parts, func(a, b inflightPart) int {
+		if c := strings.Compare(a.q.topic, b.q.topic); c != 0 {
+			return c
+		}
+		return int(a.q.partition) - int(b.q.partition)
+	})
+	req := make([]producePart, len(parts))
 	msgs := 0
 	for i, ip := range parts {
-		recs := make([]kafka.Record, len(ip.batch))
-		vals := make([]recordBytes, 2*len(ip.batch)) // keys and values, one allocation
-		for j := range ip.batch {
-			k, v := &vals[2*j], &vals[2*j+1]
-			k.Reset(ip.batch[j].key)
-			v.Reset(ip.batch[j].value)
-			recs[j] = kafka.Record{Time: now, Key: k, Value: v, Headers: typeHeader(ip.batch[j].typ)}
-		}
-		msgs += len(recs)
-		rp := produceAPI.RequestPartition{
-			Partition: ip.q.partition,
-			RecordSet: protocol.RecordSet{Attributes: protocol.Attributes(p.attrs), Records: kafka.NewRecordReader(recs...)},
-		}
-		byPart, ok := index[ip.q.topic]
-		if !ok {
-			byPart = map[int32]int{}
-			index[ip.q.topic] = byPart
-			req.Topics = append(req.Topics, produceAPI.RequestTopic{Topic: ip.q.topic})
-		}
-		byPart[ip.q.partition] = i
-		for t := range req.Topics {
-			if req.Topics[t].Topic == ip.q.topic {
-				req.Topics[t].Partitions = append(req.Topics[t].Partitions, rp)
-			}
-		}
+		req[i] = producePart{topic: ip.q.topic, partition: ip.q.partition, batch: ip.batch}
+		msgs += len(ip.batch)
 	}
 	p.mBatches.Inc()
 	p.mBatchLen.Observe(float64(msgs))
@@ -735,34 +716,11 @@ func (p *Producer) send(bf *brokerFlusher, conn **protocol.Conn, parts []infligh
 		for i := range errs {
 			errs[i] = err
 		}
-		if errors.Is(err, protocol.ErrNoLeader) {
+		if errors.Is(err, errNoLeader) {
 			p.expireMetadata()
 		}
 	} else {
-		answered := make([]bool, len(parts))
-		for _, t := range res.(*produceAPI.Response).Topics {
-			for _, rp := range t.Partitions {
-				i, ok := index[t.Topic][rp.Partition]
-				if !ok {
-					continue
-				}
-				answered[i] = true
-				if rp.ErrorCode != 0 {
-					errs[i] = kafka.Error(rp.ErrorCode)
-					if rp.ErrorMessage != "" {
-						errs[i] = fmt.Errorf("%w: %s", kafka.Error(rp.ErrorCode), rp.ErrorMessage)
-					}
-					if errors.Is(errs[i], kafka.NotLeaderForPartition) || errors.Is(errs[i], kafka.LeaderNotAvailable) {
-						p.expireMetadata()
-					}
-				}
-			}
-		}
-		for i := range parts {
-			if !answered[i] {
-				errs[i] = errors.New("no answer for the partition")
-			}
-		}
+		p.partErrors(res, parts, errs)
 	}
 	for i, ip := range parts {
 		perr := errs[i]
@@ -793,10 +751,48 @@ func (p *Producer) send(bf *brokerFlusher, conn **protocol.Conn, parts []infligh
 	return retry
 }
 
-// roundTrip sends req to broker id on *conn, dialling it first when
+// partErrors sets errs[i] to the broker's error for parts[i] (sorted by
+// topic and partition), or to an error when the answer leaves it out.
+func (p *Producer) partErrors(res *kmsg.ProduceResponse, parts []inflightPart, errs []error) {
+	answered := make([]bool, len(parts))
+	for _, t := range res.Topics {
+		for _, rp := range t.Partitions {
+			i, ok := slices.BinarySearchFunc(parts, rp.Partition, func(ip inflightPart, part int32) int {
+				if c := strings.Compare(ip.q.topic, t.Topic); c != 0 {
+					return c
+				}
+				return int(ip.q.partition) - int(part)
+			})
+			if !ok {
+				continue
+			}
+			answered[i] = true
+			if rp.ErrorCode == 0 {
+				continue
+			}
+			errs[i] = kafka.Error(rp.ErrorCode)
+			if rp.ErrorMessage != nil && *rp.ErrorMessage != "" {
+				errs[i] = fmt.Errorf("%w: %s", kafka.Error(rp.ErrorCode), *rp.ErrorMessage)
+			}
+			if errors.Is(errs[i], kafka.NotLeaderForPartition) || errors.Is(errs[i], kafka.LeaderNotAvailable) {
+				p.expireMetadata()
+			}
+		}
+	}
+	for i := range parts {
+		if !answered[i] {
+			errs[i] = errors.New("no answer for the partition")
+		}
+	}
+}
+
+// errNoLeader is a partition's leader missing from the last metadata.
+var errNoLeader = errors.New("no leader for the partition")
+
+// roundTrip sends parts to broker id on *conn, dialling it first when
 // needed, and waits for the answer on the calling (flusher) goroutine. A
 // failed exchange closes the connection; the next request dials again.
-func (p *Producer) roundTrip(id int32, conn **protocol.Conn, req protocol.Message) (protocol.Message, error) {
+func (p *Producer) roundTrip(id int32, conn **wireConn, parts []producePart) (*kmsg.ProduceResponse, error) {
 	if *conn == nil {
 		c, err := p.dial(id)
 		if err != nil {
@@ -804,8 +800,9 @@ func (p *Producer) roundTrip(id int32, conn **protocol.Conn, req protocol.Messag
 		}
 		*conn = c
 	}
-	(*conn).SetDeadline(time.Now().Add(p.cfg.RequestTimeout + time.Second))
-	res, err := (*conn).RoundTrip(req)
+	now := time.Now()
+	(*conn).nc.SetDeadline(now.Add(p.cfg.RequestTimeout + time.Second))
+	res, err := (*conn).produce(parts, p.codec, p.cfg.RequestTimeout, now)
 	if err != nil {
 		(*conn).Close()
 		*conn = nil
@@ -814,40 +811,21 @@ func (p *Producer) roundTrip(id int32, conn **protocol.Conn, req protocol.Messag
 	return res, nil
 }
 
-// dial connects to broker id and negotiates API versions.
-func (p *Producer) dial(id int32) (*protocol.Conn, error) {
+// dial connects to broker id and negotiates the produce version.
+func (p *Producer) dial(id int32) (*wireConn, error) {
 	p.mu.RLock()
 	addr, ok := p.brokers[id]
 	p.mu.RUnlock()
 	if !ok {
 		p.expireMetadata()
-		return nil, fmt.Errorf("broker %d: %w", id, protocol.ErrNoLeader)
+		return nil, fmt.Errorf("broker %d: %w", id, errNoLeader)
 	}
 	ctx, cancel := context.WithTimeout(p.bgCtx, 5*time.Second)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	c, err := dialWire(ctx, addr, p.cfg.ClientID)
 	if err != nil {
-		return nil, fmt.Errorf("dial broker %d at %s: %w", id, addr, err)
+		return nil, fmt.Errorf("broker %d at %s: %w", id, addr, err)
 	}
-	c := protocol.NewConn(nc, p.cfg.ClientID)
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	r, err := c.RoundTrip(new(apiversions.Request))
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("api versions of broker %d at %s: %w", id, addr, err)
-	}
-	res := r.(*apiversions.Response)
-	if res.ErrorCode != 0 {
-		c.Close()
-		return nil, fmt.Errorf("api versions of broker %d at %s: %w", id, addr, kafka.Error(res.ErrorCode))
-	}
-	versions := make(map[protocol.ApiKey]int16, len(res.ApiKeys))
-	for _, k := range res.ApiKeys {
-		key := protocol.ApiKey(k.ApiKey)
-		versions[key] = key.SelectVersion(k.MinVersion, k.MaxVersion)
-	}
-	c.SetVersions(versions)
 	return c, nil
 }
 
@@ -886,7 +864,7 @@ func retryableKafka(err error) bool {
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, protocol.ErrNoLeader) // a broker not in the last metadata: it is re-read first
+		errors.Is(err, errNoLeader) // a broker not in the last metadata: it is re-read first
 }
 
 // Close stops accepting envelopes, waits until everything queued is acked or
@@ -994,33 +972,4 @@ func createTopics(ctx context.Context, client *kafka.Client, names []string, par
 		}
 	}
 	return nil
-}
-
-// recordBytes is a record key or value for kafka-go's encoder (it reads them
-// through protocol.Bytes; bytes.Reader's WriteTo spares io.Copy a buffer).
-// send allocates them a batch at a time instead of two per record.
-type recordBytes struct{ bytes.Reader }
-
-// Close implements protocol.Bytes; there is nothing to release.
-func (*recordBytes) Close() error { return nil }
-
-// typeHeaders holds one read-only "type" header slice per envelope type
-// (the encoder only reads headers), for the first maxTypeHeaders types.
-var (
-	typeHeaders  sync.Map // string -> []kafka.Header
-	typeHeadersN atomic.Int32
-)
-
-const maxTypeHeaders = 256
-
-// typeHeader returns the headers of a record of envelope type typ.
-func typeHeader(typ string) []kafka.Header {
-	if h, ok := typeHeaders.Load(typ); ok {
-		return h.([]kafka.Header)
-	}
-	h := []kafka.Header{{Key: "type", Value: []byte(typ)}}
-	if typeHeadersN.Add(1) <= maxTypeHeaders {
-		typeHeaders.Store(typ, h)
-	}
-	return h
 }
