@@ -679,3 +679,59 @@ func TestRunFlushIntervalEndsBatchesOfASteadyStream(t *testing.T) {
 		return totalCommitted(t, brokers, "steady-plain") == n && totalCommitted(t, brokers, "steady-flusher") == n
 	})
 }
+
+// TestRunTwoMembersShareTheGroup runs one stage in two processes' worth of
+// runners: the partitions are split between them, every envelope is
+// handled, and when one member stops the other takes its partitions over.
+func TestRunTwoMembersShareTheGroup(t *testing.T) {
+	brokers, p := runnerCluster(t)
+	a, b := newRecorder(), newRecorder()
+	stopA := startRun(t, testRunConfig(brokers, p, registered("pair", a)))
+	startRun(t, testRunConfig(brokers, p, registered("pair", b)))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ids []string
+	publish := func(batches int) {
+		for i := 0; i < batches; i++ {
+			envs := make([]schemas.Envelope, 50)
+			for j := range envs {
+				envs[j] = testEnv(fmt.Sprintf("k%d", len(ids)), len(ids))
+				ids = append(ids, envs[j].ID)
+			}
+			if err := p.Publish(ctx, tIn, envs...); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	handled := func(id string) bool { return a.times(id) > 0 || b.times(id) > 0 }
+	allHandled := func() bool {
+		for _, id := range ids {
+			if !handled(id) {
+				return false
+			}
+		}
+		return true
+	}
+	// Publish until both members have handled something: they joined and
+	// the partitions were split.
+	waitFor(t, "both members handling", 20*time.Second, func() bool {
+		publish(1)
+		return a.count() > 0 && b.count() > 0
+	})
+	publish(10)
+	waitFor(t, "every envelope handled", 20*time.Second, allHandled)
+	t.Logf("%d envelopes: member a handled %d, member b %d", len(ids), a.count(), b.count())
+
+	if err := stopA(); err != nil {
+		t.Fatalf("member a: %v", err)
+	}
+	before := b.count()
+	publish(10)
+	waitFor(t, "member b takes over", 20*time.Second, allHandled)
+	if b.count()-before < 500 {
+		t.Fatalf("member b handled %d of the 500 envelopes published after a stopped", b.count()-before)
+	}
+	waitFor(t, "offsets committed", 20*time.Second, func() bool { return totalCommitted(t, brokers, "pair") == int64(len(ids)) })
+}
