@@ -32,8 +32,9 @@ type Output struct {
 	Text      string
 }
 
-// Compile parses each part (from the cache when seen before). The error is
-// a *SyntaxError naming the part: "subject: …", "html: …".
+// Compile parses each part (from the cache when seen before) and returns
+// the one Compiled of that combination of parts. The error is a
+// *SyntaxError naming the part: "subject: …", "html: …".
 func (e *Engine) Compile(src Source) (*Compiled, error) {
 	c := &Compiled{}
 	var err error
@@ -58,6 +59,15 @@ func (e *Engine) Compile(src Source) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The parts come from the template cache, so a message seen before has
+	// the same four pointers: reuse its variable list too.
+	key := [4]*Template{c.Subject, c.Preheader, c.HTML, c.Text}
+	e.mu.Lock()
+	hit := e.compiled[key]
+	e.mu.Unlock()
+	if hit != nil {
+		return hit, nil
+	}
 	seen := map[string]bool{}
 	for _, t := range []*Template{c.Subject, c.Preheader, c.HTML, c.Text} {
 		if t == nil {
@@ -71,6 +81,12 @@ func (e *Engine) Compile(src Source) (*Compiled, error) {
 		}
 	}
 	sortStrings(c.vars)
+	e.mu.Lock()
+	if len(e.compiled) >= e.max {
+		clear(e.compiled)
+	}
+	e.compiled[key] = c
+	e.mu.Unlock()
 	return c, nil
 }
 

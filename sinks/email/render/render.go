@@ -67,8 +67,12 @@ type Engine struct {
 	cfg   render.Config
 	mu    sync.Mutex
 	cache map[cacheKey]*cacheEntry
-	max   int
-	tick  uint64
+	// compiled holds each Compiled by its parts (cached templates); it is
+	// emptied when it reaches max entries, and entries whose templates were
+	// evicted are unreachable by key and go with it.
+	compiled map[[4]*Template]*Compiled
+	max      int
+	tick     uint64
 }
 
 type cacheKey struct {
@@ -93,7 +97,7 @@ func NewEngine(maxCached int) *Engine {
 	tags.AddStandardTags(cfg)
 	cfg.AddFilter(escapeName, escapeValue)
 	cfg.AddTag(escapeName, compileEscape)
-	return &Engine{cfg: cfg, cache: map[cacheKey]*cacheEntry{}, max: maxCached}
+	return &Engine{cfg: cfg, cache: map[cacheKey]*cacheEntry{}, compiled: map[[4]*Template]*Compiled{}, max: maxCached}
 }
 
 // Template is one parsed source. Render may be called concurrently.

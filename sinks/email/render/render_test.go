@@ -130,6 +130,36 @@ func TestParseIsCachedPerSource(t *testing.T) {
 	}
 }
 
+func TestCompileIsCachedPerSource(t *testing.T) {
+	e := NewEngine(4)
+	src := Source{Subject: "Order {{ id }}", HTML: "<p>{{ name }}</p>"}
+	a, err := e.Compile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := e.Compile(src)
+	if a != b {
+		t.Error("same source compiled twice: cache missed")
+	}
+	src.Text = "Order {{ id }} for {{ email }}"
+	c, _ := e.Compile(src)
+	if c == a || strings.Join(c.Variables(), ",") != "email,id,name" || strings.Join(a.Variables(), ",") != "id,name" {
+		t.Errorf("a changed part: variables %v (was %v)", c.Variables(), a.Variables())
+	}
+	for i := 0; i < 20; i++ {
+		_, _ = e.Compile(Source{Subject: strings.Repeat("s", i), HTML: "x"})
+	}
+	e.mu.Lock()
+	n := len(e.compiled)
+	e.mu.Unlock()
+	if n > 4 {
+		t.Errorf("compiled cache holds %d entries, bound is 4", n)
+	}
+	if _, err := e.Compile(Source{Subject: "{% if %}", HTML: "x"}); err == nil {
+		t.Error("a syntax error compiled")
+	}
+}
+
 func TestConcurrentRender(t *testing.T) {
 	e := NewEngine(0)
 	c, err := e.Compile(Source{Subject: "Order {{ id }}", HTML: "<p>{% for i in items %}{{ i }},{% endfor %}</p>"})
