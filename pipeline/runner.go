@@ -459,8 +459,8 @@ func (s *stageRunner) consume(ctx context.Context) error {
 			if fetchCtx.Err() != nil {
 				return
 			}
-			for _, f := range fs {
-				for _, t := range f.Topics {
+			for _, ft := range fs {
+				for _, t := range ft.Topics {
 					for _, part := range t.Partitions {
 						for _, r := range part.Records {
 							f := fetched{m: message{
@@ -477,7 +477,7 @@ func (s *stageRunner) consume(ctx context.Context) error {
 					}
 				}
 			}
-			if err := fs.Err(); err != nil {
+			if err := s.fetchError(fs); err != nil {
 				select {
 				case ch <- fetched{err: err}:
 				case <-fetchCtx.Done():
@@ -799,6 +799,24 @@ func (s *stageRunner) flush(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// fetchError returns the first error of fs that needs the client reopened.
+// Data loss (records deleted before they were read; the client resumes at
+// the earliest offset left) is only logged.
+func (s *stageRunner) fetchError(fs kgo.Fetches) error {
+	var first error
+	fs.EachError(func(topic string, partition int32, err error) {
+		var loss *kgo.ErrDataLoss
+		if errors.As(err, &loss) {
+			s.log.Warn("kafka consumer: records lost before they were read", "topic", topic, "partition", partition, "err", err)
+			return
+		}
+		if first == nil {
+			first = fmt.Errorf("partition %d: %w", partition, err)
+		}
+	})
+	return first
 }
 
 // commit commits offsets (the next offset to read, per partition) of topic

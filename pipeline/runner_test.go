@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/schemas"
 )
@@ -734,4 +735,21 @@ func TestRunTwoMembersShareTheGroup(t *testing.T) {
 		t.Fatalf("member b handled %d of the 500 envelopes published after a stopped", b.count()-before)
 	}
 	waitFor(t, "offsets committed", 20*time.Second, func() bool { return totalCommitted(t, brokers, "pair") == int64(len(ids)) })
+}
+
+// TestFetchErrorIgnoresDataLoss: kgo's data-loss notice is informational
+// (the client resumes at the earliest offset left); any other fetch error
+// reopens the client.
+func TestFetchErrorIgnoresDataLoss(t *testing.T) {
+	s := &stageRunner{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	loss := kgo.FetchPartition{Partition: 1, Err: &kgo.ErrDataLoss{Topic: "t", Partition: 1, ConsumedTo: 10, ResetTo: 20}}
+	fs := kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: []kgo.FetchPartition{loss}}}}}
+	if err := s.fetchError(fs); err != nil {
+		t.Fatalf("data loss reopens the client: %v", err)
+	}
+	broken := kgo.FetchPartition{Partition: 2, Err: errors.New("invalid record batch")}
+	fs[0].Topics[0].Partitions = append(fs[0].Topics[0].Partitions, broken)
+	if err := s.fetchError(fs); err == nil || !strings.Contains(err.Error(), "partition 2: invalid record batch") {
+		t.Fatalf("fetchError = %v, want partition 2's error", err)
+	}
 }
