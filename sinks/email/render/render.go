@@ -11,7 +11,6 @@
 package render
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"html"
@@ -75,9 +74,12 @@ type Engine struct {
 	tick     uint64
 }
 
+// cacheKey is a source and its mode. The map hashes and compares the
+// source itself: no digest to compute, and no collision can hand back
+// another template.
 type cacheKey struct {
 	mode Mode
-	sum  [sha256.Size]byte
+	src  string
 }
 
 type cacheEntry struct {
@@ -117,7 +119,7 @@ func (t *Template) Variables() []string { return t.vars }
 // Parse returns the parsed template of src in mode, from the cache when the
 // same source was parsed before. A *SyntaxError reports a broken template.
 func (e *Engine) Parse(src string, mode Mode) (*Template, error) {
-	key := cacheKey{mode: mode, sum: sha256.Sum256([]byte(src))}
+	key := cacheKey{mode: mode, src: src}
 	e.mu.Lock()
 	e.tick++
 	if ent, ok := e.cache[key]; ok {
@@ -135,6 +137,7 @@ func (e *Engine) Parse(src string, mode Mode) (*Template, error) {
 		e.evictLocked()
 	}
 	e.tick++
+	key.src = strings.Clone(src) // src may alias a larger buffer, such as a request body
 	e.cache[key] = &cacheEntry{t: t, err: err, used: e.tick}
 	return t, err
 }
