@@ -44,9 +44,13 @@ type Call struct {
 	Path      string
 	Params    map[string]string // path parameters, e.g. {"id": "..."}
 	Body      []byte            // raw body; valid only during the handler
-	Query     func(name string) string
-	Header    func(name string) string
-	RequestID string // the id minted for this call (also the request-log id)
+	// BodyCompact reports that Body is valid JSON with no whitespace
+	// outside strings (the server checked it), so any member of it can be
+	// copied into an envelope payload as compact JSON.
+	BodyCompact bool
+	Query       func(name string) string
+	Header      func(name string) string
+	RequestID   string // the id minted for this call (also the request-log id)
 }
 
 // Message is one envelope to publish to a topic before answering.

@@ -361,7 +361,7 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start t
 	c := &st.call
 	*c = Call{
 		Ctx: ctx, Principal: p, Method: string(rc.Method()), Path: string(rc.Path()),
-		Body: rc.PostBody(), Query: st.query, Header: st.header, RequestID: schemas.NewIDAt(start),
+		Body: rc.PostBody(), BodyCompact: compact, Query: st.query, Header: st.header, RequestID: schemas.NewIDAt(start),
 	}
 	if len(rt.params) > 0 {
 		c.Params = make(map[string]string, len(rt.params))

@@ -145,6 +145,9 @@ func (h *handlers) one(c *ingest.Call, in *Input, source string, public bool) in
 		return unavailable()
 	}
 	a := accept(ws, in, &l[0], &r[0], source, h.now().UTC())
+	// The payload's one copied member, properties, is compact when the
+	// body is: the producer then copies the payload without a check.
+	a.env.PayloadCompact = c.BodyCompact
 	res := ingest.Result{Status: 201}
 	if a.dup {
 		res.Status = 200

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -617,5 +618,55 @@ func TestPublicRateLimit(t *testing.T) {
 	}
 	if codes[201] < 100 || codes[429] == 0 && codes[201] != 105 {
 		t.Fatalf("100/min: %v", codes)
+	}
+}
+
+// TestPayloadOnTheWireIsCompact: the properties of an event reach Kafka as
+// compact JSON whether the body was sent compact (copied as is) or with
+// whitespace (compacted by the producer), strings untouched, on the single
+// and the import route.
+func TestPayloadOnTheWireIsCompact(t *testing.T) {
+	h := start(t)
+	ws, key := h.NewWorkspace(t, ingesttest.WorkspaceOpts{})
+	const props = `{"a":1,"b":[1,2],"note":"x  y <b>"}`
+	bodies := []string{
+		`{"event":"compact.one","email":"c@example.com","properties":` + props + `}`,
+		"{ \"event\": \"spaced.one\", \"email\": \"c@example.com\",\n \"properties\": { \"a\": 1, \"b\": [ 1, 2 ],\t\"note\": \"x  y <b>\" } }",
+	}
+	for _, b := range bodies {
+		if st, res := h.Do("POST", "/api/v1/events", key, b); st != 201 {
+			t.Fatalf("POST %s: %d %s", b, st, res)
+		}
+	}
+	imp := "{\"events\": [ {\"event\": \"spaced.import\", \"email\": \"c@example.com\", \"properties\": {\"a\": 1, \"b\": [1, 2], \"note\": \"x  y <b>\"}} ]}"
+	if st, res := h.Do("POST", "/api/v1/events/import", key, imp); st != 200 {
+		t.Fatalf("import: %d %s", st, res)
+	}
+	if st, res := h.Do("POST", "/api/v1/events/import", key, `{"events":[{"event":"compact.import","email":"c@example.com","properties":`+props+`}]}`); st != 200 {
+		t.Fatalf("import: %d %s", st, res)
+	}
+	seen := map[string]bool{}
+	for _, env := range h.Consume(t, schemas.TopicEvents) {
+		if env.Workspace != ws {
+			continue
+		}
+		p := decode[schemas.EventPayload](t, env.Payload)
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, env.Payload); err != nil {
+			t.Fatalf("%s: payload is not JSON: %v", p.Event, err)
+		}
+		if !bytes.Equal(compact.Bytes(), env.Payload) {
+			t.Errorf("%s: payload on the wire is not compact: %s", p.Event, env.Payload)
+		}
+		var got, want any
+		_ = json.Unmarshal(p.Properties, &got)
+		_ = json.Unmarshal([]byte(props), &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: properties %s, want %s", p.Event, p.Properties, props)
+		}
+		seen[p.Event] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("events on the wire: %v, want the 4 posted", seen)
 	}
 }

@@ -171,6 +171,7 @@ func (h *handlers) importEvents(c *ingest.Call) ingest.Result {
 	res := ingest.Result{Status: 200}
 	for k, i := range index {
 		a := accept(ws, &inputs[i], &lookups[k], &resolved[k], schemas.EventSourceImport, now)
+		a.env.PayloadCompact = c.BodyCompact // see one
 		row := &out.Results[i]
 		row.ID = a.id
 		cid := a.contactID
