@@ -693,12 +693,7 @@ func (p *Producer) take(q *partQueue) ([]queued, int) {
 // back to the front of their queue. It reports whether anything is to be
 // retried.
 func (p *Producer) send(bf *brokerFlusher, conn **wireConn, parts []inflightPart) (retry bool) {
-	slices.SortFunc(parts, func(a, b inflightPart) int {
-		if c := strings.Compare(a.q.topic, b.q.topic); c != 0 {
-			return c
-		}
-		return int(a.q.partition) - int(b.q.partition)
-	})
+	slices.SortFunc(parts, func(a, b inflightPart) int { return comparePart(a, b.q.topic, b.q.partition) })
 	req := make([]producePart, len(parts))
 	msgs := 0
 	for i, ip := range parts {
@@ -758,10 +753,7 @@ func (p *Producer) partErrors(res *kmsg.ProduceResponse, parts []inflightPart, e
 	for _, t := range res.Topics {
 		for _, rp := range t.Partitions {
 			i, ok := slices.BinarySearchFunc(parts, rp.Partition, func(ip inflightPart, part int32) int {
-				if c := strings.Compare(ip.q.topic, t.Topic); c != 0 {
-					return c
-				}
-				return int(ip.q.partition) - int(part)
+				return comparePart(ip, t.Topic, part)
 			})
 			if !ok {
 				continue
@@ -784,6 +776,15 @@ func (p *Producer) partErrors(res *kmsg.ProduceResponse, parts []inflightPart, e
 			errs[i] = errors.New("no answer for the partition")
 		}
 	}
+}
+
+// comparePart orders ip against topic and partition: the order of a
+// request's parts, in which partErrors finds each answer.
+func comparePart(ip inflightPart, topic string, partition int32) int {
+	if c := strings.Compare(ip.q.topic, topic); c != 0 {
+		return c
+	}
+	return int(ip.q.partition) - int(partition)
 }
 
 // errNoLeader is a partition's leader missing from the last metadata.

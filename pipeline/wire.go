@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -33,6 +34,10 @@ const (
 	// maxResponseBytes bounds an answer's size field: anything larger is a
 	// broken stream, not a produce response.
 	maxResponseBytes = 64 << 20
+	// keepBufferBytes bounds the buffers a connection keeps between
+	// requests: a rare large request (up to MaxRequestBytes) does not pin
+	// its buffers for the connection's life.
+	keepBufferBytes = 1 << 20
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -139,6 +144,15 @@ func (c *wireConn) roundTrip(req []byte) ([]byte, error) {
 	return res[4:], nil
 }
 
+// trim drops buffers grown past keepBufferBytes.
+func (c *wireConn) trim() {
+	for _, buf := range []*[]byte{&c.req, &c.res, &c.scratch} {
+		if cap(*buf) > keepBufferBytes {
+			*buf = nil
+		}
+	}
+}
+
 // producePart is one partition's records in a produce request.
 type producePart struct {
 	topic     string
@@ -153,7 +167,8 @@ func (c *wireConn) produce(parts []producePart, codec compress.Codec, timeout ti
 	b = binary.BigEndian.AppendUint16(b, 0xffff) // transactional id: null
 	b = binary.BigEndian.AppendUint16(b, 0xffff) // acks: -1, all in-sync replicas
 	b = binary.BigEndian.AppendUint32(b, uint32(timeout/time.Millisecond))
-	b = binary.BigEndian.AppendUint32(b, uint32(countTopics(parts)))
+	topicsAt, topics := len(b), 0
+	b = append(b, 0, 0, 0, 0) // topic count, set below
 	ms := now.UnixMilli()
 	for i := 0; i < len(parts); {
 		j := i + 1
@@ -169,35 +184,26 @@ func (c *wireConn) produce(parts []producePart, codec compress.Codec, timeout ti
 				return nil, err
 			}
 		}
-		i = j
+		i, topics = j, topics+1
 	}
+	binary.BigEndian.PutUint32(b[topicsAt:], uint32(topics))
 	body, err := c.roundTrip(b)
 	if err != nil {
 		return nil, err
 	}
 	res := &kmsg.ProduceResponse{Version: c.version}
-	if err := res.ReadFrom(body); err != nil {
+	err = res.ReadFrom(body)
+	c.trim()
+	if err != nil {
 		return nil, fmt.Errorf("decode produce answer: %w", err)
 	}
 	return res, nil
-}
-
-// countTopics counts the runs of one topic in sorted parts.
-func countTopics(parts []producePart) int {
-	n := 0
-	for i := range parts {
-		if i == 0 || parts[i].topic != parts[i-1].topic {
-			n++
-		}
-	}
-	return n
 }
 
 // Offsets within a record batch (magic 2) of the fields filled in last.
 const (
 	batchLengthAt = 8  // after the base offset
 	batchCRCAt    = 17 // after the batch length, leader epoch and magic
-	batchHeadLen  = 61 // through the record count
 )
 
 // appendBatch appends the produce request's records field for batch: its
@@ -229,7 +235,7 @@ func (c *wireConn) appendBatch(b []byte, batch []queued, codec compress.Codec, m
 		b = appendRecords(b, batch)
 	} else {
 		c.scratch = appendRecords(c.scratch[:0], batch)
-		w := &appendWriter{b: b}
+		w := bytes.NewBuffer(b) // appends to b
 		z := codec.NewWriter(w)
 		if _, err := z.Write(c.scratch); err != nil {
 			return nil, fmt.Errorf("compress records: %w", err)
@@ -237,7 +243,7 @@ func (c *wireConn) appendBatch(b []byte, batch []queued, codec compress.Codec, m
 		if err := z.Close(); err != nil {
 			return nil, fmt.Errorf("compress records: %w", err)
 		}
-		b = w.b
+		b = w.Bytes()
 	}
 	binary.BigEndian.PutUint32(b[start+batchLengthAt:], uint32(len(b)-start-12))
 	binary.BigEndian.PutUint32(b[start+batchCRCAt:], crc32.Checksum(b[start+batchCRCAt+4:], castagnoli))
@@ -290,12 +296,4 @@ func varintLen(v int64) int {
 func appendString(b []byte, s string) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
 	return append(b, s...)
-}
-
-// appendWriter is an io.Writer that appends to b.
-type appendWriter struct{ b []byte }
-
-func (w *appendWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
 }

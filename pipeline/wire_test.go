@@ -111,3 +111,13 @@ func TestPublishEachCompression(t *testing.T) {
 		})
 	}
 }
+
+// TestTrimDropsOnlyLargeBuffers: a connection keeps its usual buffers
+// between requests and lets go of ones a rare large request grew.
+func TestTrimDropsOnlyLargeBuffers(t *testing.T) {
+	c := wireConn{req: make([]byte, 0, keepBufferBytes+1), res: make([]byte, 64<<10), scratch: make([]byte, 0, keepBufferBytes)}
+	c.trim()
+	if c.req != nil || cap(c.res) != 64<<10 || cap(c.scratch) != keepBufferBytes {
+		t.Fatalf("after trim: req cap %d, res cap %d, scratch cap %d", cap(c.req), cap(c.res), cap(c.scratch))
+	}
+}
