@@ -462,17 +462,8 @@ func (s *stageRunner) consume(ctx context.Context) error {
 			for _, ft := range fs {
 				for _, t := range ft.Topics {
 					for _, part := range t.Partitions {
-						for _, r := range part.Records {
-							f := fetched{m: message{
-								Topic: r.Topic, Partition: int(r.Partition), Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
-								HighWaterMark: part.HighWatermark, Key: r.Key, Value: r.Value,
-							}}
-							f.decodeErr = decode(f.m.Value, &f.env)
-							select {
-							case ch <- f:
-							case <-fetchCtx.Done():
-								return
-							}
+						if !forward(fetchCtx, ch, part, decode) {
+							return
 						}
 					}
 				}
@@ -799,6 +790,24 @@ func (s *stageRunner) flush(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// forward decodes the records of part and sends them to ch in order. It
+// returns false when ctx ended first.
+func forward(ctx context.Context, ch chan<- fetched, part kgo.FetchPartition, decode func([]byte, *schemas.Envelope) error) bool {
+	for _, r := range part.Records {
+		f := fetched{m: message{
+			Topic: r.Topic, Partition: int(r.Partition), Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
+			HighWaterMark: part.HighWatermark, Key: r.Key, Value: r.Value,
+		}}
+		f.decodeErr = decode(f.m.Value, &f.env)
+		select {
+		case ch <- f:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // fetchError returns the first error of fs that needs the client reopened.
