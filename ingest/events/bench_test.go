@@ -20,7 +20,7 @@ func BenchmarkParseAccept(b *testing.B) {
 		}
 		l := lookupOf("ws", &in)
 		r := Resolution{ContactID: "c1"}
-		a := accept("ws", &in, &l, &r, "api", now)
+		a := accept("ws", &in, &l, &r, "api", now, true)
 		_ = appendOutcome(make([]byte, 0, 128), a.id, a.contactID, a.dup)
 	}
 }

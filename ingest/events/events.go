@@ -82,8 +82,10 @@ func lookupOf(ws string, in *Input) Lookup {
 
 // accept turns a validated, resolved event into its envelope and answer.
 // Duplicates are republished while their claim is fresh (see
-// Resolution.Fresh).
-func accept(ws string, in *Input, l *Lookup, r *Resolution, source string, now time.Time) accepted {
+// Resolution.Fresh). bodyCompact is ingest.Call.BodyCompact: the payload's
+// one copied member, properties, is compact when the body is, and the
+// envelope then says so, so the producer copies the payload unchecked.
+func accept(ws string, in *Input, l *Lookup, r *Resolution, source string, now time.Time, bodyCompact bool) accepted {
 	a := accepted{contactID: r.ContactID, dup: r.Duplicate}
 	switch {
 	case r.EventID != "":
@@ -110,7 +112,7 @@ func accept(ws string, in *Input, l *Lookup, r *Resolution, source string, now t
 	})
 	a.env = schemas.Envelope{
 		ID: a.id, Workspace: ws, Type: schemas.TypeEventRecorded, Key: key,
-		OccurredAt: occurred, Payload: body,
+		OccurredAt: occurred, Payload: body, PayloadCompact: bodyCompact,
 	}
 	return a
 }
@@ -144,10 +146,7 @@ func (h *handlers) one(c *ingest.Call, in *Input, source string, public bool) in
 	if err := h.store.Resolve(c.Ctx, l[:], r[:]); err != nil {
 		return unavailable()
 	}
-	a := accept(ws, in, &l[0], &r[0], source, h.now().UTC())
-	// The payload's one copied member, properties, is compact when the
-	// body is: the producer then copies the payload without a check.
-	a.env.PayloadCompact = c.BodyCompact
+	a := accept(ws, in, &l[0], &r[0], source, h.now().UTC(), c.BodyCompact)
 	res := ingest.Result{Status: 201}
 	if a.dup {
 		res.Status = 200

@@ -170,8 +170,7 @@ func (h *handlers) importEvents(c *ingest.Call) ingest.Result {
 	now := h.now().UTC()
 	res := ingest.Result{Status: 200}
 	for k, i := range index {
-		a := accept(ws, &inputs[i], &lookups[k], &resolved[k], schemas.EventSourceImport, now)
-		a.env.PayloadCompact = c.BodyCompact // see one
+		a := accept(ws, &inputs[i], &lookups[k], &resolved[k], schemas.EventSourceImport, now, c.BodyCompact)
 		row := &out.Results[i]
 		row.ID = a.id
 		cid := a.contactID
