@@ -169,3 +169,9 @@ func IsPermanent(err error) bool {
 	var p permanentError
 	return errors.As(err, &p)
 }
+
+// BatchFetchBytes is the FetchMinBytes of a stage that writes its rows in
+// batches about once a FlushInterval (the ClickHouse sinks): the broker
+// answers its fetches in large chunks rather than once per produce request
+// of the ingest tier.
+const BatchFetchBytes = 256 << 10

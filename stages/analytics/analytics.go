@@ -36,12 +36,10 @@ var insertSQL string
 
 func init() {
 	pipeline.Register(pipeline.Spec[Config]{
-		Name:     Name,
-		Consumes: schemas.TopicEvents,
-		Defaults: Config{},
-		// Rows are inserted about once a second: fetch in large chunks
-		// rather than once per produce request of the ingest tier.
-		FetchMinBytes: 256 << 10,
+		Name:          Name,
+		Consumes:      schemas.TopicEvents,
+		Defaults:      Config{},
+		FetchMinBytes: pipeline.BatchFetchBytes, // rows are inserted about once a second
 		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
 			return New(ctx, r, cfg)
 		},

@@ -34,11 +34,9 @@ var insertSQL string
 
 func init() {
 	pipeline.Register(pipeline.Spec[struct{}]{
-		Name:     Name,
-		Consumes: schemas.TopicTransactional,
-		// Rows are inserted about once a second: fetch in large chunks
-		// rather than once per produce request of the ingest tier.
-		FetchMinBytes: 256 << 10,
+		Name:          Name,
+		Consumes:      schemas.TopicTransactional,
+		FetchMinBytes: pipeline.BatchFetchBytes, // rows are inserted about once a second
 		New: func(ctx context.Context, r pipeline.Resources, _ struct{}) (pipeline.Stage, error) {
 			return New(ctx, r)
 		},

@@ -37,12 +37,10 @@ var insertSQL string
 
 func init() {
 	pipeline.Register(pipeline.Spec[Config]{
-		Name:     Name,
-		Consumes: schemas.TopicRequestLog,
-		Defaults: DefaultConfig(),
-		// Rows are inserted once a second anyway: fetch in large chunks
-		// rather than once per produce request of the ingest tier.
-		FetchMinBytes: 256 << 10,
+		Name:          Name,
+		Consumes:      schemas.TopicRequestLog,
+		Defaults:      DefaultConfig(),
+		FetchMinBytes: pipeline.BatchFetchBytes, // rows are inserted about once a second
 		// decodePayload accepts one valid JSON value and nothing more.
 		UncheckedPayload: true,
 		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
