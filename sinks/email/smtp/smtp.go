@@ -1,7 +1,9 @@
 // Package smtp is the SMTP provider plugin of sinks/email: a pool of reused
 // connections (plain, STARTTLS or implicit TLS, optional AUTH PLAIN) to one
 // relay, behind a circuit breaker, with retries only where the relay
-// provably did not take the message.
+// provably did not take the message. Its own client (client.go) writes the
+// envelope in one go when the relay offers PIPELINING and the dot-stuffed
+// message in one write, so a message costs two round trips.
 //
 // Outcome of one Send, by where the transaction stopped:
 //   - dial, greeting, TLS, AUTH, MAIL, RCPT of the primary recipient, DATA,
@@ -31,9 +33,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/emersion/go-sasl"
-	gosmtp "github.com/emersion/go-smtp"
 
 	"sendstream/pipeline"
 	"sendstream/sinks/email"
@@ -197,9 +196,9 @@ type Provider struct {
 	slot chan struct{} // one token per connection allowed open
 	mu   sync.Mutex
 	idle []*conn
-	// offersStartTLS caches whether the relay offers STARTTLS (opportunistic
-	// mode): 0 unknown, 1 yes, 2 no.
-	offersStartTLS atomic.Int32
+	// offersStartTLS records that the relay offered STARTTLS (opportunistic
+	// mode).
+	offersStartTLS atomic.Bool
 }
 
 var (
@@ -227,8 +226,8 @@ func (p *Provider) Breaker() *pipeline.Breaker { return p.cfg.Breaker }
 
 // conn is one pooled connection.
 type conn struct {
-	c        *gosmtp.Client
-	nc       net.Conn
+	c        *client
+	nc       net.Conn // the TCP connection (under TLS when secured)
 	lastUsed time.Time
 	dirty    bool // a transaction was left unfinished: RSET before reuse
 }
@@ -325,76 +324,59 @@ func isSafeRetry(err error) bool {
 }
 
 func isSMTPCode(err error, class int) bool {
-	var se *gosmtp.SMTPError
-	return errors.As(err, &se) && se.Code/100 == class
+	var re *ReplyError
+	return errors.As(err, &re) && re.Code/100 == class
 }
 
-// transact runs MAIL, RCPT…, DATA on c. keep reports whether c can be
+// transact runs one mail transaction on c. keep reports whether c can be
 // reused.
 func (p *Provider) transact(ctx context.Context, c *conn, m *email.Message) (rec email.Receipt, err error, keep bool) {
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.Close() })
 	defer stop()
+	for _, a := range append([]string{m.From}, m.Recipients...) {
+		if strings.ContainsAny(a, "\r\n<>") {
+			return rec, &email.RefusedError{Reason: fmt.Sprintf("address %q cannot be sent in an SMTP command", a)}, true
+		}
+	}
 	if c.dirty {
-		if err := c.c.Reset(); err != nil {
-			return rec, fmt.Errorf("smtp rset: %w", err), false
+		if err := c.c.reset(); err != nil {
+			return rec, fmt.Errorf("smtp %w", err), false
 		}
 		c.dirty = false
 	}
 	c.lastUsed = time.Now()
-	if err := c.c.Mail(m.From, nil); err != nil {
-		return rec, classify("mail from", err, c), isProtocol(err)
-	}
-	if err := c.c.Rcpt(m.Recipients[0], nil); err != nil {
-		return rec, classify("rcpt to "+m.Recipients[0], err, c), isProtocol(err)
-	}
-	for _, r := range m.Recipients[1:] {
-		if err := c.c.Rcpt(r, nil); err != nil {
-			if !isProtocol(err) {
-				return rec, fmt.Errorf("smtp rcpt to %s: %w", r, err), false
-			}
-			rec.Refused = append(rec.Refused, r)
+	o := c.c.send(m.From, m.Recipients, m.Raw)
+	rec.Refused = o.refused
+	switch {
+	case o.err == nil && o.stage == stageFinal:
+		rec.ProviderMessageID = queueID(o.final)
+		return rec, nil, true
+	case o.stage == stageAborted:
+		// DATA was accepted for the secondary recipients: closing the
+		// connection before the end of data abandons the transaction.
+		return email.Receipt{}, refusal(o), false
+	case o.stage == stageFinal:
+		if !isReply(o.err) {
+			return email.Receipt{}, &email.UnknownOutcomeError{Err: o.err}, false
 		}
-	}
-	w, err := c.c.Data()
-	if err != nil {
-		return rec, classify("data", err, c), isProtocol(err)
-	}
-	if _, err := w.Write(m.Raw); err != nil {
-		return rec, fmt.Errorf("smtp write message: %w", err), false
-	}
-	resp, err := w.CloseWithResponse()
-	if err != nil {
-		var se *gosmtp.SMTPError
-		if errors.As(err, &se) {
-			if se.Code/100 == 5 {
-				return rec, &email.RefusedError{Reason: fmt.Sprintf("%d %s", se.Code, se.Message)}, true
-			}
-			return rec, fmt.Errorf("smtp end of data: %w", err), true
+		if o.err.(*ReplyError).Code/100 == 5 {
+			return email.Receipt{}, refusal(o), true
 		}
-		return rec, &email.UnknownOutcomeError{Err: err}, false
-	}
-	rec.ProviderMessageID = queueID(resp.StatusText)
-	return rec, nil, true
-}
-
-// classify turns a failed command into a refusal (5xx) or a retryable
-// error; a protocol-level failure leaves the transaction to reset.
-func classify(step string, err error, c *conn) error {
-	var se *gosmtp.SMTPError
-	if errors.As(err, &se) {
+		return email.Receipt{}, fmt.Errorf("smtp %s: %w", o.step, o.err), true
+	case isReply(o.err):
 		c.dirty = true
-		if se.Code/100 == 5 {
-			return &email.RefusedError{Reason: fmt.Sprintf("%s: %d %s", step, se.Code, se.Message)}
+		if o.err.(*ReplyError).Code/100 == 5 {
+			return email.Receipt{}, refusal(o), true
 		}
+		return email.Receipt{}, fmt.Errorf("smtp %s: %w", o.step, o.err), true
+	default:
+		return email.Receipt{}, fmt.Errorf("smtp %s: %w", o.step, o.err), false
 	}
-	return fmt.Errorf("smtp %s: %w", step, err)
 }
 
-// isProtocol reports an SMTP reply (the connection is still usable), as
-// opposed to a network failure.
-func isProtocol(err error) bool {
-	var se *gosmtp.SMTPError
-	return errors.As(err, &se)
+// refusal is the permanent error of a 5xx reply.
+func refusal(o outcome) error {
+	return &email.RefusedError{Reason: fmt.Sprintf("%s: %v", o.step, o.err)}
 }
 
 // queueID picks the relay's queue id from a final reply like
@@ -416,7 +398,7 @@ func (p *Provider) takeIdle() *conn {
 		if time.Since(c.lastUsed) < p.cfg.IdleTimeout {
 			return c
 		}
-		go func() { _ = c.c.Quit(); _ = c.nc.Close() }()
+		go func() { c.c.quit(); _ = c.nc.Close() }()
 	}
 	return nil
 }
@@ -447,36 +429,27 @@ func (p *Provider) dial(ctx context.Context) (*conn, error) {
 		_ = nc.Close()
 		return nil, fmt.Errorf("smtp %s %s: %w", step, p.cfg.Addr, err)
 	}
-	useTLS := p.cfg.TLS == TLSStartTLS
-	if p.cfg.TLS == TLSOpportunistic {
-		useTLS = p.offersStartTLS.Load() == 1
-	}
-	var c *gosmtp.Client
-	if useTLS {
-		// go-smtp greets with EHLO localhost before STARTTLS; the
-		// configured name is sent in the EHLO after it.
-		if c, err = gosmtp.NewClientStartTLS(nc, p.tlsConfig()); err != nil {
-			return fail("starttls", err)
-		}
-	} else {
-		c = gosmtp.NewClient(nc)
-	}
-	c.CommandTimeout = p.cfg.Timeout
-	c.SubmissionTimeout = p.cfg.Timeout
-	if err := c.Hello(p.cfg.Helo); err != nil {
+	c := newClient(nc, p.cfg.Timeout)
+	if err := c.greet(p.cfg.Helo); err != nil {
 		return fail("hello", err)
 	}
-	if !useTLS && p.cfg.TLS == TLSOpportunistic && p.offersStartTLS.Load() == 0 {
-		if ok, _ := c.Extension("STARTTLS"); ok {
-			// Learnt once: from now on every connection starts TLS.
-			p.offersStartTLS.Store(1)
-			_ = c.Close()
-			return p.dial(ctx)
+	useTLS := p.cfg.TLS == TLSStartTLS
+	if p.cfg.TLS == TLSOpportunistic {
+		// Once the relay was seen to offer STARTTLS, every later
+		// connection requires it, so a stripped offer fails rather than
+		// silently sending in clear.
+		if c.has("STARTTLS") {
+			p.offersStartTLS.Store(true)
 		}
-		p.offersStartTLS.Store(2)
+		useTLS = p.offersStartTLS.Load()
+	}
+	if useTLS {
+		if err := c.startTLS(ctx, p.tlsConfig(), p.cfg.Helo); err != nil {
+			return fail("starttls", err)
+		}
 	}
 	if p.cfg.Username != "" {
-		if err := c.Auth(sasl.NewPlainClient("", p.cfg.Username, p.cfg.Password)); err != nil {
+		if err := c.auth(p.cfg.Username, p.cfg.Password); err != nil {
 			return fail("auth", err)
 		}
 	}
@@ -499,7 +472,7 @@ func (p *Provider) Close() error {
 	p.idle = nil
 	p.mu.Unlock()
 	for _, c := range idle {
-		_ = c.c.Quit()
+		c.c.quit()
 		_ = c.nc.Close()
 	}
 	return nil

@@ -48,6 +48,8 @@ type Options struct {
 	Data func(m Message) error
 	// Delay is waited before answering each end of data.
 	Delay time.Duration
+	// Discard accepts messages without keeping them (benchmarks).
+	Discard bool
 }
 
 // DropConnection, returned by Options.Data, makes the server close the
@@ -253,7 +255,9 @@ func (ss *session) Data(r io.Reader) error {
 			return err
 		}
 	}
-	ss.s.add(m)
+	if !ss.s.opt.Discard {
+		ss.s.add(m)
+	}
 	return nil
 }
 

@@ -1,0 +1,342 @@
+package smtp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ReplyError is a negative SMTP reply (4xx or 5xx): the relay answered and
+// the connection is still usable.
+type ReplyError struct {
+	Code int
+	Text string // the reply's text after the code, lines joined by "\n"
+}
+
+func (e *ReplyError) Error() string { return strconv.Itoa(e.Code) + " " + e.Text }
+
+// client is one SMTP session on one connection: replies, EHLO extensions,
+// STARTTLS, AUTH PLAIN, and mail transactions with the commands pipelined
+// (RFC 2920) when the relay offers it. It is not safe for concurrent use.
+type client struct {
+	nc      net.Conn
+	r       *bufio.Reader
+	w       *bufio.Writer
+	ext     map[string]string // EHLO keywords (upper case) and their parameters
+	timeout time.Duration     // bounds each exchange
+	body    []byte            // scratch: the dot-stuffed message
+}
+
+func newClient(nc net.Conn, timeout time.Duration) *client {
+	return &client{nc: nc, r: bufio.NewReader(nc), w: bufio.NewWriter(nc), timeout: timeout}
+}
+
+// deadline bounds the next exchange.
+func (c *client) deadline() { _ = c.nc.SetDeadline(time.Now().Add(c.timeout)) }
+
+// reply reads one (possibly multi-line) reply.
+func (c *client) reply() (int, string, error) {
+	var text strings.Builder
+	for {
+		line, err := c.r.ReadSlice('\n')
+		if err != nil {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return 0, "", errors.New("smtp: reply line too long")
+			}
+			return 0, "", fmt.Errorf("smtp: read reply: %w", err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) < 3 || !isDigits(line[:3]) || (len(line) > 3 && line[3] != ' ' && line[3] != '-') {
+			return 0, "", fmt.Errorf("smtp: malformed reply %q", line)
+		}
+		code := int(line[0]-'0')*100 + int(line[1]-'0')*10 + int(line[2]-'0')
+		if text.Len() > 0 {
+			text.WriteByte('\n')
+		}
+		if len(line) > 4 {
+			text.Write(line[4:])
+		}
+		if len(line) == 3 || line[3] == ' ' {
+			return code, text.String(), nil
+		}
+	}
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// expect reads a reply and turns any code other than want into a
+// *ReplyError.
+func (c *client) expect(want int) (string, error) {
+	code, text, err := c.reply()
+	if err != nil {
+		return "", err
+	}
+	if code != want {
+		return text, &ReplyError{Code: code, Text: text}
+	}
+	return text, nil
+}
+
+// cmd sends one command line and reads its reply.
+func (c *client) cmd(want int, line string) (string, error) {
+	c.deadline()
+	c.w.WriteString(line)
+	c.w.WriteString("\r\n")
+	if err := c.w.Flush(); err != nil {
+		return "", fmt.Errorf("smtp: write: %w", err)
+	}
+	return c.expect(want)
+}
+
+// greet reads the relay's 220 greeting and says EHLO (HELO when EHLO is
+// not understood).
+func (c *client) greet(name string) error {
+	c.deadline()
+	if _, err := c.expect(220); err != nil {
+		return fmt.Errorf("greeting: %w", err)
+	}
+	return c.hello(name)
+}
+
+// hello sends EHLO and records the extensions; a relay that rejects EHLO
+// gets HELO and is used without extensions.
+func (c *client) hello(name string) error {
+	text, err := c.cmd(250, "EHLO "+name)
+	var re *ReplyError
+	if errors.As(err, &re) && re.Code/100 == 5 {
+		c.ext = map[string]string{}
+		if _, err := c.cmd(250, "HELO "+name); err != nil {
+			return fmt.Errorf("helo: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ehlo: %w", err)
+	}
+	c.ext = map[string]string{}
+	lines := strings.Split(text, "\n")
+	for _, l := range lines[1:] { // the first line is the relay's name
+		k, v, _ := strings.Cut(l, " ")
+		c.ext[strings.ToUpper(k)] = v
+	}
+	return nil
+}
+
+func (c *client) has(ext string) bool {
+	_, ok := c.ext[ext]
+	return ok
+}
+
+// startTLS upgrades the connection and says EHLO again (RFC 3207: the
+// extensions may differ once secured).
+func (c *client) startTLS(ctx context.Context, cfg *tls.Config, name string) error {
+	if _, err := c.cmd(220, "STARTTLS"); err != nil {
+		return fmt.Errorf("starttls: %w", err)
+	}
+	tc := tls.Client(c.nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("tls handshake: %w", err)
+	}
+	c.nc = tc
+	c.r.Reset(tc)
+	c.w.Reset(tc)
+	return c.hello(name)
+}
+
+// auth authenticates with AUTH PLAIN (RFC 4616), the initial response sent
+// with the command.
+func (c *client) auth(user, pass string) error {
+	if !c.has("AUTH") {
+		return errors.New("auth: the relay offers no AUTH")
+	}
+	ir := base64.StdEncoding.EncodeToString([]byte("\x00" + user + "\x00" + pass))
+	if _, err := c.cmd(235, "AUTH PLAIN "+ir); err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	return nil
+}
+
+// reset aborts an unfinished transaction.
+func (c *client) reset() error {
+	if _, err := c.cmd(250, "RSET"); err != nil {
+		return fmt.Errorf("rset: %w", err)
+	}
+	return nil
+}
+
+// quit ends the session politely; the caller closes the connection.
+func (c *client) quit() {
+	_, _ = c.cmd(221, "QUIT")
+}
+
+// stage says where a transaction stopped.
+type stage int
+
+const (
+	stageEnvelope stage = iota // MAIL, the primary RCPT or DATA: nothing accepted
+	stageBody                  // writing the message: nothing accepted
+	stageFinal                 // the reply to the end of data
+	stageAborted               // the primary recipient was refused after DATA was accepted: the connection must close
+)
+
+// outcome is the result of one transaction.
+type outcome struct {
+	stage   stage
+	err     error    // nil: accepted; a *ReplyError when the relay answered
+	final   string   // the text of the final reply
+	refused []string // secondary recipients the relay refused
+	step    string   // the command err answers
+}
+
+// send runs MAIL, RCPT for each recipient and DATA, written in one go when
+// the relay offers PIPELINING, then the message in one write. The first
+// recipient is the primary one: when the relay refuses it, nothing is sent
+// (if DATA was already accepted, stageAborted tells the caller to drop the
+// connection, which abandons the transaction).
+func (c *client) send(from string, rcpts []string, raw []byte) outcome {
+	c.deadline()
+	pipelined := c.has("PIPELINING")
+	c.w.WriteString("MAIL FROM:<")
+	c.w.WriteString(from)
+	c.w.WriteByte('>')
+	if c.has("8BITMIME") {
+		c.w.WriteString(" BODY=8BITMIME")
+	}
+	if c.has("SIZE") {
+		c.w.WriteString(" SIZE=")
+		c.w.WriteString(strconv.Itoa(len(raw)))
+	}
+	c.w.WriteString("\r\n")
+	if !pipelined {
+		if o, ok := c.step("mail from", 250); !ok {
+			return o
+		}
+	}
+	var o outcome
+	primaryOK := true
+	for i, r := range rcpts {
+		c.w.WriteString("RCPT TO:<")
+		c.w.WriteString(r)
+		c.w.WriteString(">\r\n")
+		if pipelined {
+			continue
+		}
+		if o2, ok := c.step("rcpt to "+r, 250); !ok {
+			if o2.err == nil || !isReply(o2.err) || i == 0 {
+				return o2
+			}
+			o.refused = append(o.refused, r)
+		}
+	}
+	c.w.WriteString("DATA\r\n")
+	if err := c.w.Flush(); err != nil {
+		return outcome{stage: stageEnvelope, step: "data", err: fmt.Errorf("write: %w", err)}
+	}
+	if pipelined {
+		if o2, ok := c.read("mail from", 250); !ok {
+			c.drain(len(rcpts) + 1)
+			return o2
+		}
+		for i, r := range rcpts {
+			o2, ok := c.read("rcpt to "+r, 250)
+			switch {
+			case ok:
+			case !isReply(o2.err):
+				return o2
+			case i == 0:
+				primaryOK, o = false, o2
+			default:
+				o.refused = append(o.refused, r)
+			}
+		}
+	}
+	o2, dataOK := c.read("data", 354)
+	switch {
+	case !dataOK && !primaryOK:
+		return o // the primary refusal explains the rest
+	case !dataOK:
+		return o2
+	case !primaryOK:
+		o.stage = stageAborted
+		return o
+	}
+	c.body = appendData(c.body[:0], raw)
+	if _, err := c.nc.Write(c.body); err != nil {
+		return outcome{stage: stageBody, step: "write message", err: err, refused: o.refused}
+	}
+	code, text, err := c.reply()
+	o = outcome{stage: stageFinal, step: "end of data", final: text, refused: o.refused, err: err}
+	if err == nil && code != 250 {
+		o.err = &ReplyError{Code: code, Text: text}
+	}
+	return o
+}
+
+// step flushes the commands written so far and reads one reply.
+func (c *client) step(name string, want int) (outcome, bool) {
+	if err := c.w.Flush(); err != nil {
+		return outcome{stage: stageEnvelope, step: name, err: fmt.Errorf("write: %w", err)}, false
+	}
+	return c.read(name, want)
+}
+
+// read reads the reply to the named command of the envelope.
+func (c *client) read(name string, want int) (outcome, bool) {
+	_, err := c.expect(want)
+	return outcome{stage: stageEnvelope, step: name, err: err}, err == nil
+}
+
+// drain reads n pipelined replies whose outcome no longer matters, so the
+// session stays in step; it stops at a network error.
+func (c *client) drain(n int) {
+	for range n {
+		if _, _, err := c.reply(); err != nil {
+			return
+		}
+	}
+}
+
+func isReply(err error) bool {
+	var re *ReplyError
+	return errors.As(err, &re)
+}
+
+// appendData appends raw as DATA content (RFC 5321 4.5.2): every line ends
+// in CRLF (a bare LF becomes CRLF), a line starting with "." gets another
+// one, and the content ends with the "." line.
+func appendData(dst, raw []byte) []byte {
+	for len(raw) > 0 {
+		if raw[0] == '.' {
+			dst = append(dst, '.')
+		}
+		i := bytes.IndexByte(raw, '\n')
+		if i < 0 {
+			dst = append(dst, raw...)
+			dst = append(dst, '\r', '\n')
+			break
+		}
+		if i > 0 && raw[i-1] == '\r' {
+			dst = append(dst, raw[:i+1]...)
+		} else {
+			dst = append(dst, raw[:i]...)
+			dst = append(dst, '\r', '\n')
+		}
+		raw = raw[i+1:]
+	}
+	return append(dst, '.', '\r', '\n')
+}

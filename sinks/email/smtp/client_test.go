@@ -1,0 +1,203 @@
+package smtp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sendstream/sinks/email"
+)
+
+func TestAppendData(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ".\r\n"},
+		{"a\r\nb\r\n", "a\r\nb\r\n.\r\n"},
+		{"a\nb", "a\r\nb\r\n.\r\n"},
+		{".x\r\n..y\r\nz.\r\n.\r\n", "..x\r\n...y\r\nz.\r\n..\r\n.\r\n"},
+		{"a\r\n\r\n.\n", "a\r\n\r\n..\r\n.\r\n"},
+		{"cr\ronly\r\n", "cr\ronly\r\n.\r\n"},
+	} {
+		if got := string(appendData(nil, []byte(c.in))); got != c.want {
+			t.Errorf("appendData(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// scripted runs one SMTP session by hand: greet, EHLO with the given
+// extension lines, then script. It returns the address.
+func scripted(t *testing.T, exts []string, script func(r *bufio.Reader, w io.Writer)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { _ = ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+		r := bufio.NewReader(nc)
+		io.WriteString(nc, "220 scripted ESMTP\r\n")
+		line, _ := r.ReadString('\n')
+		if !strings.HasPrefix(line, "EHLO ") {
+			t.Errorf("first command %q, want EHLO", line)
+			return
+		}
+		reply := "250-scripted hello"
+		for _, e := range exts {
+			reply += "\r\n250-" + e
+		}
+		io.WriteString(nc, reply+"\r\n250 HELP\r\n")
+		script(r, nc)
+	}()
+	return ln.Addr().String()
+}
+
+// readUntil reads lines up to and including the line stop.
+func readUntil(t *testing.T, r *bufio.Reader, stop string) []string {
+	var lines []string
+	for {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			t.Errorf("reading up to %q: %v after %q", stop, err, lines)
+			return lines
+		}
+		lines = append(lines, strings.TrimRight(l, "\r\n"))
+		if lines[len(lines)-1] == stop {
+			return lines
+		}
+	}
+}
+
+func sendOne(t *testing.T, addr string, m *email.Message) (email.Receipt, error) {
+	t.Helper()
+	p := newProvider(t, Config{Addr: addr, TLS: TLSNone, MaxAttempts: 1, Timeout: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return p.Send(ctx, m)
+}
+
+// With PIPELINING the envelope goes in one write: this server answers
+// nothing until it has read DATA, so a client waiting for each reply would
+// time out.
+func TestPipelinesTheEnvelope(t *testing.T) {
+	got := make(chan []string, 1)
+	addr := scripted(t, []string{"PIPELINING", "SIZE 1000000"}, func(r *bufio.Reader, w io.Writer) {
+		env := readUntil(t, r, "DATA")
+		io.WriteString(w, "250 2.1.0 ok\r\n250 2.1.5 ok\r\n250 2.1.5 ok\r\n354 go ahead\r\n")
+		body := readUntil(t, r, ".")
+		io.WriteString(w, "250 2.0.0 Ok: queued as ABC123\r\n")
+		got <- append(env, body...)
+	})
+	m := msg("p1", "to@y.test", "cc@y.test")
+	rec, err := sendOne(t, addr, m)
+	if err != nil || rec.ProviderMessageID != "ABC123" {
+		t.Fatalf("send: %+v %v", rec, err)
+	}
+	lines := <-got
+	want := []string{"MAIL FROM:<a@x.test> SIZE=" + strconv.Itoa(len(m.Raw)), "RCPT TO:<to@y.test>", "RCPT TO:<cc@y.test>", "DATA"}
+	for i, w := range want {
+		if i >= len(lines) || lines[i] != w {
+			t.Fatalf("envelope %q, want %q", lines, want)
+		}
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "\n..leading dot\n") {
+		t.Errorf("body not dot-stuffed: %q", lines)
+	}
+}
+
+// Without PIPELINING each command waits for its reply: this server checks
+// that nothing more has arrived before it answers.
+func TestWaitsForEachReplyWithoutPipelining(t *testing.T) {
+	addr := scripted(t, nil, func(r *bufio.Reader, w io.Writer) {
+		for _, c := range []struct{ cmd, reply string }{
+			{"MAIL FROM:<a@x.test>", "250 ok"},
+			{"RCPT TO:<to@y.test>", "250 ok"},
+			{"DATA", "354 go"},
+		} {
+			if l, _ := r.ReadString('\n'); l != c.cmd+"\r\n" {
+				t.Errorf("got %q, want %q", l, c.cmd)
+			}
+			time.Sleep(20 * time.Millisecond)
+			if r.Buffered() > 0 {
+				t.Errorf("the client wrote ahead of the reply to %q", c.cmd)
+			}
+			io.WriteString(w, c.reply+"\r\n")
+		}
+		readUntil(t, r, ".")
+		io.WriteString(w, "250 queued\r\n")
+	})
+	if _, err := sendOne(t, addr, msg("np", "to@y.test")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A refused primary recipient fails the message even when DATA was
+// accepted for a secondary one: the client drops the connection before
+// the end of data, so nothing is delivered.
+func TestPrimaryRefusedAfterDataAcceptedAbandons(t *testing.T) {
+	result := make(chan string, 1)
+	addr := scripted(t, []string{"PIPELINING"}, func(r *bufio.Reader, w io.Writer) {
+		readUntil(t, r, "DATA")
+		io.WriteString(w, "250 ok\r\n550 5.1.1 no such user\r\n250 ok\r\n354 go ahead\r\n")
+		rest, err := io.ReadAll(r)
+		result <- string(rest) + " / " + errString(err)
+	})
+	_, err := sendOne(t, addr, msg("ab", "nobody@y.test", "cc@y.test"))
+	var re *email.RefusedError
+	if !errors.As(err, &re) || !strings.Contains(re.Reason, "550 5.1.1 no such user") {
+		t.Fatalf("err = %v, want the primary's refusal", err)
+	}
+	if got := <-result; got != " / <nil>" {
+		t.Errorf("after the refusal the server read %q, want a closed connection and no data", got)
+	}
+}
+
+// A relay that does not know EHLO gets HELO, and replies spanning several
+// lines are read whole.
+func TestHeloFallbackAndMultilineReplies(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		r := bufio.NewReader(nc)
+		io.WriteString(nc, "220-old relay\r\n220 still greeting\r\n")
+		for _, reply := range []string{"502 what\r\n", "250 hi\r\n", "250 ok\r\n", "250 ok\r\n", "354 go\r\n"} {
+			if _, err := r.ReadString('\n'); err != nil {
+				return
+			}
+			io.WriteString(nc, reply)
+		}
+		readUntil(t, r, ".")
+		io.WriteString(nc, "250-accepted\r\n250 queued as Q9\r\n")
+	}()
+	rec, err := sendOne(t, ln.Addr().String(), msg("helo", "to@y.test"))
+	if err != nil || rec.ProviderMessageID != "Q9" {
+		t.Fatalf("send: %+v %v", rec, err)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
