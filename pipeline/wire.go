@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -163,7 +164,9 @@ type producePart struct {
 // produce sends one acks=all produce request of parts, which must be
 // sorted by topic, and returns the decoded answer.
 func (c *wireConn) produce(parts []producePart, codec compress.Codec, timeout time.Duration, now time.Time) (*kmsg.ProduceResponse, error) {
-	b := c.appendHeader(c.req[:0], apiProduce, c.version)
+	// One allocation for the whole request when the kept buffer is too
+	// small, instead of doubling (and copying) through the records.
+	b := c.appendHeader(slices.Grow(c.req[:0], requestSize(parts)), apiProduce, c.version)
 	b = binary.BigEndian.AppendUint16(b, 0xffff) // transactional id: null
 	b = binary.BigEndian.AppendUint16(b, 0xffff) // acks: -1, all in-sync replicas
 	b = binary.BigEndian.AppendUint32(b, uint32(timeout/time.Millisecond))
@@ -200,6 +203,21 @@ func (c *wireConn) produce(parts []producePart, codec compress.Codec, timeout ti
 	return res, nil
 }
 
+// requestSize bounds the encoded size of a produce request of parts
+// (uncompressed): the header, each topic and partition, each batch header
+// and each record with its worst-case varints.
+func requestSize(parts []producePart) int {
+	n := 64
+	for i := range parts {
+		n += 2 + len(parts[i].topic) + 4 + 4 + 4 + 61
+		for j := range parts[i].batch {
+			m := &parts[i].batch[j]
+			n += 5*6 + 3 + len(m.key) + len(m.value) + len(typeHeaderKey) + len(m.typ)
+		}
+	}
+	return n
+}
+
 // Offsets within a record batch (magic 2) of the fields filled in last.
 const (
 	batchLengthAt = 8  // after the base offset
@@ -234,7 +252,7 @@ func (c *wireConn) appendBatch(b []byte, batch []queued, codec compress.Codec, m
 	if codec == nil {
 		b = appendRecords(b, batch)
 	} else {
-		c.scratch = appendRecords(c.scratch[:0], batch)
+		c.scratch = appendRecords(slices.Grow(c.scratch[:0], requestSize([]producePart{{batch: batch}})), batch)
 		w := bytes.NewBuffer(b) // appends to b
 		z := codec.NewWriter(w)
 		if _, err := z.Write(c.scratch); err != nil {
