@@ -165,11 +165,21 @@ func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, st
 	}
 	// Redaction keeps compact JSON compact (it only replaces values with
 	// strings); a cut body is not JSON.
-	payload := appendRequestLog(make([]byte, 0, 256+len(reqText)+len(respText)), &rl, reqCompact && !t1, respJSON && !t2)
+	size := 512 + len(rl.Path) + len(rl.UserAgent) + logBodyLen(reqText, reqCompact && !t1) + logBodyLen(respText, respJSON && !t2)
+	payload := appendRequestLog(make([]byte, 0, size), &rl, reqCompact && !t1, respJSON && !t2)
 	return schemas.Envelope{
 		ID: id, Workspace: p.Workspace, Type: schemas.TypeRequestLogged, Key: p.Workspace,
 		OccurredAt: at, Payload: payload, PayloadCompact: true,
 	}
+}
+
+// logBodyLen is the encoded length of a logged body: as it is when compact
+// JSON, else as a JSON string.
+func logBodyLen(body string, compact bool) int {
+	if compact {
+		return len(body)
+	}
+	return schemas.JSONStringLen(body)
 }
 
 // enqueueLog hands a record to the background publisher, dropping it (and

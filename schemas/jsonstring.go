@@ -74,6 +74,36 @@ func AppendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// JSONStringLen is len(AppendJSONString(nil, s)): s's length as a JSON
+// string, quotes included, for sizing a buffer before encoding.
+func JSONStringLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case jsonSafe[c]:
+			n++
+			i++
+		case c < utf8.RuneSelf:
+			if c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f' {
+				n += 2
+			} else {
+				n += 6
+			}
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
+				n += 6
+			} else {
+				n += size
+			}
+			i += size
+		}
+	}
+	return n
+}
+
 // AppendJSONTime appends t as a JSON string in RFC 3339 with nanoseconds, as
 // time.Time's MarshalJSON does.
 func AppendJSONTime(b []byte, t time.Time) []byte {

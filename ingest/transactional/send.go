@@ -577,7 +577,11 @@ func (s *service) envelope(p *prepared, id string, at time.Time) (schemas.SendPa
 	if p.tpl != nil {
 		pl.TemplateID, pl.TemplateVersion = p.tpl.ID, p.tpl.Version
 	}
-	b, err := schemas.AppendSendPayload(make([]byte, 0, 512+len(pl.HTML)+len(pl.Text)+len(pl.Data)), &pl)
+	// Sized for the escaped parts (markup's < and > take six bytes each),
+	// so the payload is written without regrowing.
+	size := 1024 + schemas.JSONStringLen(pl.HTML) + schemas.JSONStringLen(pl.Text) + len(pl.Data) +
+		len(pl.Subject) + len(pl.Preheader)
+	b, err := schemas.AppendSendPayload(make([]byte, 0, size), &pl)
 	if err != nil {
 		return pl, schemas.Envelope{}, nil, err
 	}
