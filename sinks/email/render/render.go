@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/osteele/liquid"
@@ -108,6 +109,9 @@ type Template struct {
 	root render.Node
 	cfg  *render.Config
 	vars []string // every variable path read, sorted, without duplicates
+	// lastLen is the length of the latest output: the next output's buffer
+	// starts that large (plus an eighth), so it rarely regrows.
+	lastLen atomic.Int64
 }
 
 // Variables returns every variable path the template reads (e.g.
@@ -188,9 +192,13 @@ func (e *Engine) parse(src string, mode Mode) (*Template, error) {
 // the template itself; values the bindings lack render empty.
 func (t *Template) Render(b Bindings) (string, error) {
 	var out strings.Builder
+	if n := t.lastLen.Load(); n > 0 {
+		out.Grow(int(n + n/8))
+	}
 	if err := render.Render(t.root, &out, b.m, *t.cfg); err != nil {
 		return "", &RenderError{Msg: cleanMessage(err.Error())}
 	}
+	t.lastLen.Store(int64(out.Len()))
 	return out.String(), nil
 }
 
