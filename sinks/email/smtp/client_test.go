@@ -201,3 +201,74 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// A pooled connection the relay closes with 421 (idle time-out) costs no
+// attempt: the message goes out at once on a fresh connection.
+func TestClosingReplyRetriesOnAFreshConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	delivered := make(chan string, 4)
+	go func() {
+		for n := 0; ; n++ {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(n int) {
+				defer nc.Close()
+				r := bufio.NewReader(nc)
+				// lines reads up to the line stop; nil once the client hangs up.
+				lines := func(stop string) []string {
+					var ls []string
+					for {
+						l, err := r.ReadString('\n')
+						if err != nil {
+							return nil
+						}
+						ls = append(ls, strings.TrimRight(l, "\r\n"))
+						if ls[len(ls)-1] == "QUIT" {
+							io.WriteString(nc, "221 bye\r\n")
+							return nil
+						}
+						if ls[len(ls)-1] == stop || stop == "" {
+							return ls
+						}
+					}
+				}
+				io.WriteString(nc, "220 relay\r\n")
+				lines("")
+				io.WriteString(nc, "250-relay\r\n250 PIPELINING\r\n")
+				for {
+					env := lines("DATA")
+					if env == nil {
+						return
+					}
+					if n == 0 && strings.Contains(env[0], "second") {
+						io.WriteString(nc, "421 4.4.2 idle too long, closing\r\n")
+						return
+					}
+					io.WriteString(nc, "250 ok\r\n250 ok\r\n354 go\r\n")
+					lines(".")
+					io.WriteString(nc, "250 queued\r\n")
+					delivered <- env[0]
+				}
+			}(n)
+		}
+	}()
+	p := newProvider(t, Config{Addr: ln.Addr().String(), TLS: TLSNone, MaxAttempts: 1, PoolSize: 1, Timeout: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, from := range []string{"first@x.test", "second@x.test"} {
+		m := msg(from, "to@y.test")
+		m.From = from
+		if _, err := p.Send(ctx, m); err != nil {
+			t.Fatalf("send from %s with one attempt: %v", from, err)
+		}
+		if got := <-delivered; !strings.Contains(got, from) {
+			t.Fatalf("delivered %q, want from %s", got, from)
+		}
+	}
+}

@@ -362,7 +362,13 @@ func (p *Provider) transact(ctx context.Context, c *conn, m *email.Message) (rec
 		if o.err.(*ReplyError).Code/100 == 5 {
 			return email.Receipt{}, refusal(o), true
 		}
-		return email.Receipt{}, fmt.Errorf("smtp %s: %w", o.step, o.err), true
+		// 421: the relay is closing the connection (RFC 5321 3.8).
+		return email.Receipt{}, fmt.Errorf("smtp %s: %w", o.step, o.err), o.err.(*ReplyError).Code != 421
+	case isReply(o.err) && o.err.(*ReplyError).Code == 421:
+		// The relay is closing this connection (an idle one timed out):
+		// nothing was accepted, and a fresh connection may do, so this
+		// is not reported as a 4xx reply, which sendOnce would not retry.
+		return email.Receipt{}, fmt.Errorf("smtp %s: relay closing the connection: %s", o.step, o.err), false
 	case isReply(o.err):
 		c.dirty = true
 		if o.err.(*ReplyError).Code/100 == 5 {
