@@ -79,17 +79,28 @@ func isDigits(b []byte) bool {
 	return true
 }
 
-// expect reads a reply and turns any code other than want into a
-// *ReplyError.
+// expect reads a reply and turns a code that does not match want into a
+// *ReplyError. As with net/textproto, want may be a prefix: 2 accepts any
+// 2xx, 25 any 25x (RCPT may answer 251, "will forward").
 func (c *client) expect(want int) (string, error) {
 	code, text, err := c.reply()
 	if err != nil {
 		return "", err
 	}
-	if code != want {
+	if !codeMatches(code, want) {
 		return text, &ReplyError{Code: code, Text: text}
 	}
 	return text, nil
+}
+
+func codeMatches(code, want int) bool {
+	switch {
+	case want < 10:
+		return code/100 == want
+	case want < 100:
+		return code/10 == want
+	}
+	return code == want
 }
 
 // cmd sends one command line and reads its reply.
@@ -116,11 +127,11 @@ func (c *client) greet(name string) error {
 // hello sends EHLO and records the extensions; a relay that rejects EHLO
 // gets HELO and is used without extensions.
 func (c *client) hello(name string) error {
-	text, err := c.cmd(250, "EHLO "+name)
+	text, err := c.cmd(25, "EHLO "+name)
 	var re *ReplyError
 	if errors.As(err, &re) && re.Code/100 == 5 {
 		c.ext = map[string]string{}
-		if _, err := c.cmd(250, "HELO "+name); err != nil {
+		if _, err := c.cmd(25, "HELO "+name); err != nil {
 			return fmt.Errorf("helo: %w", err)
 		}
 		return nil
@@ -173,7 +184,7 @@ func (c *client) auth(user, pass string) error {
 
 // reset aborts an unfinished transaction.
 func (c *client) reset() error {
-	if _, err := c.cmd(250, "RSET"); err != nil {
+	if _, err := c.cmd(25, "RSET"); err != nil {
 		return fmt.Errorf("rset: %w", err)
 	}
 	return nil
@@ -223,7 +234,7 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 	}
 	c.w.WriteString("\r\n")
 	if !pipelined {
-		if o, ok := c.step("mail from", 250); !ok {
+		if o, ok := c.step("mail from", 25); !ok {
 			return o
 		}
 	}
@@ -236,7 +247,7 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 		if pipelined {
 			continue
 		}
-		if o2, ok := c.step("rcpt to "+r, 250); !ok {
+		if o2, ok := c.step("rcpt to "+r, 25); !ok {
 			if o2.err == nil || !isReply(o2.err) || i == 0 {
 				return o2
 			}
@@ -248,12 +259,12 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 		return outcome{stage: stageEnvelope, step: "data", err: fmt.Errorf("write: %w", err)}
 	}
 	if pipelined {
-		if o2, ok := c.read("mail from", 250); !ok {
+		if o2, ok := c.read("mail from", 25); !ok {
 			c.drain(len(rcpts) + 1)
 			return o2
 		}
 		for i, r := range rcpts {
-			o2, ok := c.read("rcpt to "+r, 250)
+			o2, ok := c.read("rcpt to "+r, 25)
 			switch {
 			case ok:
 			case !isReply(o2.err):
@@ -281,7 +292,7 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 	}
 	code, text, err := c.reply()
 	o = outcome{stage: stageFinal, step: "end of data", final: text, refused: o.refused, err: err}
-	if err == nil && code != 250 {
+	if err == nil && !codeMatches(code, 2) {
 		o.err = &ReplyError{Code: code, Text: text}
 	}
 	return o

@@ -164,8 +164,8 @@ func TestPrimaryRefusedAfterDataAcceptedAbandons(t *testing.T) {
 	}
 }
 
-// A relay that does not know EHLO gets HELO, and replies spanning several
-// lines are read whole.
+// A relay that does not know EHLO gets HELO, replies spanning several
+// lines are read whole, and 251 (will forward) accepts a recipient.
 func TestHeloFallbackAndMultilineReplies(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -180,7 +180,7 @@ func TestHeloFallbackAndMultilineReplies(t *testing.T) {
 		defer nc.Close()
 		r := bufio.NewReader(nc)
 		io.WriteString(nc, "220-old relay\r\n220 still greeting\r\n")
-		for _, reply := range []string{"502 what\r\n", "250 hi\r\n", "250 ok\r\n", "250 ok\r\n", "354 go\r\n"} {
+		for _, reply := range []string{"502 what\r\n", "250 hi\r\n", "250 ok\r\n", "251 2.1.5 not local, will forward\r\n", "354 go\r\n"} {
 			if _, err := r.ReadString('\n'); err != nil {
 				return
 			}
