@@ -41,8 +41,7 @@ type sendRequest struct {
 	TemplateID  string
 	HTMLContent string
 	HasHTML     bool
-	Data        map[string]any
-	DataRaw     json.RawMessage
+	DataRaw     json.RawMessage // the data object as sent; nil when absent
 	ExternalID  string
 	Strict      bool
 	Contact     *contactInput
@@ -141,16 +140,12 @@ func parseSend(body []byte) (*sendRequest, *fieldErrs) {
 			errs.add("data", "must be an object")
 		case len(v.raw) > MaxDataBytes:
 			errs.add("data", fmt.Sprintf("must be at most %d KB", MaxDataBytes>>10))
+		case render.DataDepth(v.raw) > MaxDataDepth:
+			errs.add("data", fmt.Sprintf("must be nested at most %d levels deep", MaxDataDepth))
 		default:
-			d, depth, err := render.DecodeData(v.raw)
-			switch {
-			case err != nil:
-				errs.add("data", "must be an object")
-			case depth > MaxDataDepth:
-				errs.add("data", fmt.Sprintf("must be nested at most %d levels deep", MaxDataDepth))
-			default:
-				r.Data, r.DataRaw = d, append(json.RawMessage(nil), v.raw...)
-			}
+			// Checked JSON (the server validates the body); decoded only
+			// where it is rendered.
+			r.DataRaw = append(json.RawMessage(nil), v.raw...)
 		}
 	}
 	r.ExternalID = str(m, "externalId", MaxExternalID, errs)

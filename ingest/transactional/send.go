@@ -92,6 +92,10 @@ type errInternal struct{ err error }
 func (e errInternal) Error() string { return e.err.Error() }
 func (e errInternal) Unwrap() error { return e.err }
 
+// rawScanBudget bounds the bytes of data a send scans to resolve its
+// variables without decoding the data (variables × data size).
+const rawScanBudget = 256 << 10
+
 // prepare decides a send: lookups, policy, template, sender, suppression,
 // contact, rendering check and variables. Refusals are collected in order
 // of precedence; a send answers the first, validate lists them all.
@@ -211,9 +215,19 @@ func (s *service) prepare(ctx context.Context, ws, wsName string, req *sendReque
 		p.refuse(422, CodeMarketingContact, "A marketing send policy needs a contact: the recipient is not a contact and the request carries no contact object")
 	}
 
-	// Variables (spec 4.2 rule 5).
-	p.bindings = render.NewBindings(req.Data, p.renderContact(), p.customFields())
+	// Variables (spec 4.2 rule 5). A send only checks which paths have
+	// values: against the data as JSON (a scan per path) unless that would
+	// scan more than decoding once does. Validate renders, so it decodes.
 	p.variables = compiled.Variables()
+	if full || len(p.variables)*len(req.DataRaw) > rawScanBudget {
+		data, _, err := render.DecodeData(req.DataRaw)
+		if err != nil {
+			return nil, errInternal{err}
+		}
+		p.bindings = render.NewBindings(data, p.renderContact(), p.customFields())
+	} else {
+		p.bindings = render.NewRawBindings(req.DataRaw, p.renderContact(), p.customFields())
+	}
 	p.unresolved = p.bindings.Unresolved(p.variables)
 	var required []string
 	if p.tpl != nil {

@@ -35,6 +35,9 @@ type Contact struct {
 // the zero value binds nothing.
 type Bindings struct {
 	m map[string]any
+	// raw, set by NewRawBindings, is the data object still as JSON: data
+	// paths resolve against it and m holds the contact and custom fields.
+	raw []byte
 }
 
 // NewBindings binds data (a decoded JSON object; values under `data` and,
@@ -75,10 +78,33 @@ func NewBindings(data map[string]any, c *Contact, customFields map[string]any) B
 	return Bindings{m: m}
 }
 
+// NewRawBindings is NewBindings(DecodeData(data), c, customFields) for
+// checking variables only (Resolved, Unresolved): data stays JSON and each
+// path is looked up in it, so nothing is decoded. data must be a JSON
+// object already checked (or empty). Render needs NewBindings.
+func NewRawBindings(data []byte, c *Contact, customFields map[string]any) Bindings {
+	b := NewBindings(nil, c, customFields)
+	b.raw = bytes.TrimSpace(data)
+	if len(b.raw) == 0 || string(b.raw) == "null" {
+		b.raw = []byte("{}")
+	}
+	return b
+}
+
 // Resolved reports whether a variable path has a value: every step exists
 // and the value is not null. "x.y" looks under the bare name x (which is
 // data.x unless x is reserved).
 func (b Bindings) Resolved(path string) bool {
+	if b.raw != nil {
+		parts := strings.Split(path, ".")
+		switch parts[0] {
+		case RootContact, RootCustomField:
+		case RootData:
+			return rawResolved(b.raw, parts[1:])
+		default:
+			return rawResolved(b.raw, parts)
+		}
+	}
 	var cur any = b.m
 	for _, part := range strings.Split(path, ".") {
 		obj, ok := cur.(map[string]any)
@@ -102,6 +128,60 @@ func (b Bindings) Unresolved(vars []string) []string {
 		}
 	}
 	return out
+}
+
+// rawResolved is Resolved's walk over a JSON object not decoded: each
+// step must be an object holding the key (the last of repeated keys wins,
+// as in DecodeData's map) with a value that is not null.
+func rawResolved(obj []byte, path []string) bool {
+	t := jsonparser.Object
+	for _, part := range path {
+		if t != jsonparser.Object {
+			return false
+		}
+		var found []byte
+		var ft jsonparser.ValueType
+		err := jsonparser.ObjectEach(obj, func(k, v []byte, t jsonparser.ValueType, _ int) error {
+			if bytes.IndexByte(k, '\\') >= 0 {
+				s, err := jsonparser.ParseString(k)
+				if err != nil || s != part {
+					return err
+				}
+			} else if string(k) != part {
+				return nil
+			}
+			found, ft = v, t
+			return nil
+		})
+		if err != nil || found == nil || ft == jsonparser.Null {
+			return false
+		}
+		obj, t = found, ft
+	}
+	return true
+}
+
+// DataDepth is the nesting depth DecodeData reports for a checked JSON
+// value (every object or array one level; an empty object 1), found by
+// scanning instead of decoding.
+func DataDepth(raw []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // DecodeData decodes a JSON object for binding: numbers become int64 when

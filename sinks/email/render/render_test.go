@@ -422,3 +422,59 @@ func TestSkipElement(t *testing.T) {
 		}
 	}
 }
+
+// rawCases are data objects whose paths NewRawBindings must resolve as
+// NewBindings over DecodeData does, and whose DataDepth must match.
+var rawCases = []string{
+	`{"a":{"b":[{"c":1}]},"n":12345678901,"f":1.5,"z":null,"s":"","t":true}`,
+	`{}`, `null`, ``,
+	`{"data":{"x":1},"contact":{"y":2},"customField":{"plan":"x"},"x":3}`,
+	`{"a":null,"a":1}`, `{"a":1,"a":null}`, `{"a":{"b":1},"a":{"c":2}}`,
+	`{"k\u0065y":{"in\"ner":1},"s":"{}","q":"{\"a\":1}","arr":[1,{"a":1}]}`,
+	"{ \"sp\" : { \"a\" : [ ] , \"b\" : { } } }",
+	`{"deep":{"a":{"b":{"c":{"d":[[[{"e":"x]}[{"}]]]}}}}}`,
+}
+
+var rawPaths = []string{
+	"a", "a.b", "a.b.c", "a.c", "data", "data.a.b", "data.data.x", "data.contact.y",
+	"contact", "contact.first_name", "contact.y", "customField.plan", "customField.other",
+	"n", "f", "z", "data.z", "s", "s.x", "t", "missing", "key", "key.in\"ner", "q.a",
+	"arr", "arr.0", "sp.a", "sp.b", "sp.b.c", "x", "deep.a.b.c.d", "deep.a.b.c.d.e",
+}
+
+func checkRaw(t *testing.T, doc string) {
+	t.Helper()
+	data, depth, err := DecodeData([]byte(doc))
+	if err != nil {
+		t.Fatalf("DecodeData(%s): %v", doc, err)
+	}
+	if got := DataDepth([]byte(doc)); got != depth {
+		t.Errorf("DataDepth(%s) = %d, DecodeData says %d", doc, got, depth)
+	}
+	c, custom := &Contact{Email: "a@x.io", FirstName: "Ada"}, map[string]any{"plan": "pro"}
+	want, raw := NewBindings(data, c, custom), NewRawBindings([]byte(doc), c, custom)
+	for _, p := range rawPaths {
+		if w, g := want.Resolved(p), raw.Resolved(p); w != g {
+			t.Errorf("data %s, path %q: raw bindings say %v, decoded %v", doc, p, g, w)
+		}
+	}
+}
+
+func TestRawBindingsResolveAsDecoded(t *testing.T) {
+	for _, doc := range rawCases {
+		checkRaw(t, doc)
+	}
+}
+
+func FuzzRawBindings(f *testing.F) {
+	for _, doc := range rawCases {
+		f.Add(doc)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		var v map[string]any
+		if json.Unmarshal([]byte(doc), &v) != nil || v == nil {
+			return // only checked JSON objects reach the bindings
+		}
+		checkRaw(t, doc)
+	})
+}
