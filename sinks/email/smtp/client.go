@@ -195,6 +195,10 @@ func (c *client) quit() {
 	_, _ = c.cmd(221, "QUIT")
 }
 
+// minSendRate is the slowest transmission (bytes per second) a message's
+// write is given time for, on top of the exchange time-out.
+const minSendRate = 64 << 10
+
 // stage says where a transaction stopped.
 type stage int
 
@@ -287,9 +291,13 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 		return o
 	}
 	c.body = appendData(c.body[:0], raw)
+	// A large message may take longer than one exchange to transmit: the
+	// write gets the time-out plus a second per minSendRate bytes.
+	_ = c.nc.SetDeadline(time.Now().Add(c.timeout + time.Duration(len(c.body)/minSendRate)*time.Second))
 	if _, err := c.nc.Write(c.body); err != nil {
 		return outcome{stage: stageBody, step: "write message", err: err, refused: o.refused}
 	}
+	c.deadline() // the relay's own time to take the message
 	code, text, err := c.reply()
 	o = outcome{stage: stageFinal, step: "end of data", final: text, refused: o.refused, err: err}
 	if err == nil && !codeMatches(code, 2) {
