@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/buger/jsonparser"
@@ -81,7 +82,8 @@ func NewBindings(data map[string]any, c *Contact, customFields map[string]any) B
 // NewRawBindings is NewBindings(DecodeData(data), c, customFields) for
 // checking variables only (Resolved, Unresolved): data stays JSON and each
 // path is looked up in it, so nothing is decoded. data must be a JSON
-// object already checked (or empty). Render needs NewBindings.
+// object already checked (or empty). Rendering with them decodes the data
+// on every call: bindings made to render should come from NewBindings.
 func NewRawBindings(data []byte, c *Contact, customFields map[string]any) Bindings {
 	b := NewBindings(nil, c, customFields)
 	b.raw = bytes.TrimSpace(data)
@@ -89,6 +91,28 @@ func NewRawBindings(data []byte, c *Contact, customFields map[string]any) Bindin
 		b.raw = []byte("{}")
 	}
 	return b
+}
+
+// forRender returns b itself, or for raw bindings the decoded equivalent
+// (rendering raw bindings works, at the cost of a decode per call).
+func (b Bindings) forRender() (Bindings, error) {
+	if b.raw == nil {
+		return b, nil
+	}
+	data, _, err := DecodeData(b.raw)
+	if err != nil {
+		return Bindings{}, err
+	}
+	m := maps.Clone(b.m)
+	for k, v := range data {
+		if k != RootData && k != RootContact && k != RootCustomField {
+			m[k] = v
+		}
+	}
+	if data != nil {
+		m[RootData] = data
+	}
+	return Bindings{m: m}, nil
 }
 
 // Resolved reports whether a variable path has a value: every step exists

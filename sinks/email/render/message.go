@@ -95,7 +95,10 @@ func (e *Engine) Compile(src Source) (*Compiled, error) {
 // rendered HTML. The error is a *RenderError naming the part.
 func (c *Compiled) Render(b Bindings) (Output, error) {
 	var out Output
-	var err error
+	b, err := b.forRender()
+	if err != nil {
+		return out, err
+	}
 	run := func(name string, t *Template) string {
 		if err != nil || t == nil {
 			return ""

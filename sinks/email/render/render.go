@@ -191,6 +191,10 @@ func (e *Engine) parse(src string, mode Mode) (*Template, error) {
 // Render renders the template with b. A *RenderError reports a failure of
 // the template itself; values the bindings lack render empty.
 func (t *Template) Render(b Bindings) (string, error) {
+	b, err := b.forRender()
+	if err != nil {
+		return "", err
+	}
 	var out strings.Builder
 	if n := t.lastLen.Load(); n > 0 {
 		out.Grow(int(n + n/8))

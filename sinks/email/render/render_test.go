@@ -478,3 +478,26 @@ func FuzzRawBindings(f *testing.F) {
 		checkRaw(t, doc)
 	})
 }
+
+// Raw bindings render as the decoded ones do (decoding on the way).
+func TestRawBindingsRender(t *testing.T) {
+	c, err := NewEngine(0).Compile(Source{Subject: "Order {{ order.id }} for {{ contact.first_name }}",
+		HTML: "<p>{{ data.note }} {{ customField.plan }} {% for i in items %}{{ i }},{% endfor %}</p>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte(`{"order":{"id":7},"note":"<b>hi</b>","items":[1,2],"contact":{"first_name":"shadowed"}}`)
+	data, _, _ := DecodeData(doc)
+	ct, custom := &Contact{FirstName: "Ada"}, map[string]any{"plan": "pro"}
+	want, err := c.Render(NewBindings(data, ct, custom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Render(NewRawBindings(doc, ct, custom))
+	if err != nil || got != want {
+		t.Fatalf("raw bindings rendered %+v (%v), decoded %+v", got, err, want)
+	}
+	if want.Subject != "Order 7 for Ada" || !strings.Contains(want.HTML, "&lt;b&gt;hi&lt;/b&gt; pro 1,2,") {
+		t.Errorf("rendered %+v", want)
+	}
+}
