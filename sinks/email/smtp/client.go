@@ -264,7 +264,9 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 	}
 	if pipelined {
 		if o2, ok := c.read("mail from", 25); !ok {
-			c.drain(len(rcpts) + 1)
+			if isReply(o2.err) && c.drain(len(rcpts)+1) {
+				o2.stage = stageAborted // a relay that took DATA anyway
+			}
 			return o2
 		}
 		for i, r := range rcpts {
@@ -282,6 +284,8 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 	}
 	o2, dataOK := c.read("data", 354)
 	switch {
+	case !dataOK && !isReply(o2.err):
+		return o2 // the connection broke
 	case !dataOK && !primaryOK:
 		return o // the primary refusal explains the rest
 	case !dataOK:
@@ -321,13 +325,18 @@ func (c *client) read(name string, want int) (outcome, bool) {
 }
 
 // drain reads n pipelined replies whose outcome no longer matters, so the
-// session stays in step; it stops at a network error.
-func (c *client) drain(n int) {
+// session stays in step; it stops at a network error. It reports whether
+// the last one was 354: the relay waits for data, so the connection must
+// be dropped.
+func (c *client) drain(n int) bool {
+	code := 0
 	for range n {
-		if _, _, err := c.reply(); err != nil {
-			return
+		var err error
+		if code, _, err = c.reply(); err != nil {
+			return false
 		}
 	}
+	return code == 354
 }
 
 func isReply(err error) bool {

@@ -272,3 +272,35 @@ func TestClosingReplyRetriesOnAFreshConnection(t *testing.T) {
 		}
 	}
 }
+
+// A refused sender under PIPELINING: the replies to the RCPT and DATA
+// that followed are read, so the next message on the same connection (after
+// RSET) gets its own replies.
+func TestRefusedSenderKeepsTheSessionInStep(t *testing.T) {
+	var got []string
+	addr := scripted(t, []string{"PIPELINING"}, func(r *bufio.Reader, w io.Writer) {
+		readUntil(t, r, "DATA")
+		io.WriteString(w, "550 5.7.1 sender rejected\r\n503 5.5.1 no MAIL\r\n503 5.5.1 no valid recipients\r\n")
+		got = readUntil(t, r, "RSET")
+		io.WriteString(w, "250 reset\r\n")
+		readUntil(t, r, "DATA")
+		io.WriteString(w, "250 ok\r\n250 ok\r\n354 go\r\n")
+		readUntil(t, r, ".")
+		io.WriteString(w, "250 queued as Q2\r\n")
+	})
+	p := newProvider(t, Config{Addr: addr, TLS: TLSNone, MaxAttempts: 1, PoolSize: 1, Timeout: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := p.Send(ctx, msg("bad", "to@y.test"))
+	var re *email.RefusedError
+	if !errors.As(err, &re) || !strings.Contains(re.Reason, "550 5.7.1") {
+		t.Fatalf("refused sender: %v", err)
+	}
+	rec, err := p.Send(ctx, msg("good", "to@y.test"))
+	if err != nil || rec.ProviderMessageID != "Q2" {
+		t.Fatalf("next message on the connection: %+v %v", rec, err)
+	}
+	if len(got) == 0 || got[0] != "RSET" {
+		t.Errorf("second transaction began %q, want RSET first", got)
+	}
+}

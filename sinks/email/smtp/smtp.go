@@ -352,9 +352,13 @@ func (p *Provider) transact(ctx context.Context, c *conn, m *email.Message) (rec
 		rec.ProviderMessageID = queueID(o.final)
 		return rec, nil, true
 	case o.stage == stageAborted:
-		// DATA was accepted for the secondary recipients: closing the
-		// connection before the end of data abandons the transaction.
-		return email.Receipt{}, refusal(o), false
+		// The relay accepted DATA after refusing the primary recipient (or
+		// the sender): closing the connection before the end of data
+		// abandons the transaction.
+		if o.err.(*ReplyError).Code/100 == 5 {
+			return email.Receipt{}, refusal(o), false
+		}
+		return email.Receipt{}, fmt.Errorf("smtp %s: %s", o.step, o.err), false
 	case o.stage == stageFinal:
 		if !isReply(o.err) {
 			return email.Receipt{}, &email.UnknownOutcomeError{Err: o.err}, false
