@@ -128,8 +128,7 @@ func (c *client) greet(name string) error {
 // gets HELO and is used without extensions.
 func (c *client) hello(name string) error {
 	text, err := c.cmd(25, "EHLO "+name)
-	var re *ReplyError
-	if errors.As(err, &re) && re.Code/100 == 5 {
+	if replyCode(err)/100 == 5 {
 		c.ext = map[string]string{}
 		if _, err := c.cmd(25, "HELO "+name); err != nil {
 			return fmt.Errorf("helo: %w", err)
@@ -252,7 +251,7 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 			continue
 		}
 		if o2, ok := c.step("rcpt to "+r, 25); !ok {
-			if o2.err == nil || !isReply(o2.err) || i == 0 {
+			if !isReply(o2.err) || i == 0 {
 				return o2
 			}
 			o.refused = append(o.refused, r)
@@ -339,10 +338,17 @@ func (c *client) drain(n int) bool {
 	return code == 354
 }
 
-func isReply(err error) bool {
+// replyCode is the code of the *ReplyError in err, or 0 when err is not
+// the relay's answer (nil, or a network failure).
+func replyCode(err error) int {
 	var re *ReplyError
-	return errors.As(err, &re)
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return 0
 }
+
+func isReply(err error) bool { return replyCode(err) != 0 }
 
 // appendData appends raw as DATA content (RFC 5321 4.5.2): every line ends
 // in CRLF (a bare LF becomes CRLF), a line starting with "." gets another

@@ -324,8 +324,7 @@ func isSafeRetry(err error) bool {
 }
 
 func isSMTPCode(err error, class int) bool {
-	var re *ReplyError
-	return errors.As(err, &re) && re.Code/100 == class
+	return replyCode(err)/100 == class
 }
 
 // transact runs one mail transaction on c. keep reports whether c can be
@@ -347,6 +346,7 @@ func (p *Provider) transact(ctx context.Context, c *conn, m *email.Message) (rec
 	c.lastUsed = time.Now()
 	o := c.c.send(m.From, m.Recipients, m.Raw)
 	rec.Refused = o.refused
+	code := replyCode(o.err) // 0: no reply (or no error)
 	switch {
 	case o.err == nil && o.stage == stageFinal:
 		rec.ProviderMessageID = queueID(o.final)
@@ -355,27 +355,26 @@ func (p *Provider) transact(ctx context.Context, c *conn, m *email.Message) (rec
 		// The relay accepted DATA after refusing the primary recipient (or
 		// the sender): closing the connection before the end of data
 		// abandons the transaction.
-		if o.err.(*ReplyError).Code/100 == 5 {
+		if code/100 == 5 {
 			return email.Receipt{}, refusal(o), false
 		}
 		return email.Receipt{}, fmt.Errorf("smtp %s: %s", o.step, o.err), false
+	case o.stage == stageFinal && code == 0:
+		return email.Receipt{}, &email.UnknownOutcomeError{Err: o.err}, false
 	case o.stage == stageFinal:
-		if !isReply(o.err) {
-			return email.Receipt{}, &email.UnknownOutcomeError{Err: o.err}, false
-		}
-		if o.err.(*ReplyError).Code/100 == 5 {
+		if code/100 == 5 {
 			return email.Receipt{}, refusal(o), true
 		}
 		// 421: the relay is closing the connection (RFC 5321 3.8).
-		return email.Receipt{}, fmt.Errorf("smtp %s: %w", o.step, o.err), o.err.(*ReplyError).Code != 421
-	case isReply(o.err) && o.err.(*ReplyError).Code == 421:
+		return email.Receipt{}, fmt.Errorf("smtp %s: %w", o.step, o.err), code != 421
+	case code == 421:
 		// The relay is closing this connection (an idle one timed out):
 		// nothing was accepted, and a fresh connection may do, so this
 		// is not reported as a 4xx reply, which sendOnce would not retry.
 		return email.Receipt{}, fmt.Errorf("smtp %s: relay closing the connection: %s", o.step, o.err), false
-	case isReply(o.err):
+	case code != 0:
 		c.dirty = true
-		if o.err.(*ReplyError).Code/100 == 5 {
+		if code/100 == 5 {
 			return email.Receipt{}, refusal(o), true
 		}
 		return email.Receipt{}, fmt.Errorf("smtp %s: %w", o.step, o.err), true
