@@ -46,16 +46,7 @@ type Bindings struct {
 // its custom field values (`customField.<key>`).
 func NewBindings(data map[string]any, c *Contact, customFields map[string]any) Bindings {
 	m := make(map[string]any, len(data)+3)
-	for k, v := range data {
-		if k == RootData || k == RootContact || k == RootCustomField {
-			continue
-		}
-		m[k] = v
-	}
-	if data == nil {
-		data = map[string]any{}
-	}
-	m[RootData] = data
+	bindData(m, data)
 	if c != nil {
 		cm := map[string]any{"email": c.Email, "id": c.ID}
 		set := func(snake, camel, v string) {
@@ -93,6 +84,20 @@ func NewRawBindings(data []byte, c *Contact, customFields map[string]any) Bindin
 	return b
 }
 
+// bindData puts data into m: whole under `data`, and each key that is not
+// reserved by its bare name.
+func bindData(m, data map[string]any) {
+	for k, v := range data {
+		if k != RootData && k != RootContact && k != RootCustomField {
+			m[k] = v
+		}
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	m[RootData] = data
+}
+
 // forRender returns b itself, or for raw bindings the decoded equivalent
 // (rendering raw bindings works, at the cost of a decode per call).
 func (b Bindings) forRender() (Bindings, error) {
@@ -104,14 +109,7 @@ func (b Bindings) forRender() (Bindings, error) {
 		return Bindings{}, err
 	}
 	m := maps.Clone(b.m)
-	for k, v := range data {
-		if k != RootData && k != RootContact && k != RootCustomField {
-			m[k] = v
-		}
-	}
-	if data != nil {
-		m[RootData] = data
-	}
+	bindData(m, data)
 	return Bindings{m: m}, nil
 }
 
@@ -119,8 +117,8 @@ func (b Bindings) forRender() (Bindings, error) {
 // and the value is not null. "x.y" looks under the bare name x (which is
 // data.x unless x is reserved).
 func (b Bindings) Resolved(path string) bool {
+	parts := strings.Split(path, ".")
 	if b.raw != nil {
-		parts := strings.Split(path, ".")
 		switch parts[0] {
 		case RootContact, RootCustomField:
 		case RootData:
@@ -130,7 +128,7 @@ func (b Bindings) Resolved(path string) bool {
 		}
 	}
 	var cur any = b.m
-	for _, part := range strings.Split(path, ".") {
+	for _, part := range parts {
 		obj, ok := cur.(map[string]any)
 		if !ok {
 			return false
@@ -165,7 +163,7 @@ func rawResolved(obj []byte, path []string) bool {
 		}
 		var found []byte
 		var ft jsonparser.ValueType
-		err := jsonparser.ObjectEach(obj, func(k, v []byte, t jsonparser.ValueType, _ int) error {
+		err := jsonparser.ObjectEach(obj, func(k, v []byte, vt jsonparser.ValueType, _ int) error {
 			if bytes.IndexByte(k, '\\') >= 0 {
 				s, err := jsonparser.ParseString(k)
 				if err != nil || s != part {
@@ -174,7 +172,7 @@ func rawResolved(obj []byte, path []string) bool {
 			} else if string(k) != part {
 				return nil
 			}
-			found, ft = v, t
+			found, ft = v, vt
 			return nil
 		})
 		if err != nil || found == nil || ft == jsonparser.Null {
