@@ -205,15 +205,22 @@ func (c *wireConn) produce(parts []producePart, codec compress.Codec, timeout ti
 
 // requestSize bounds the encoded size of a produce request of parts
 // (uncompressed): the header, each topic and partition, each batch header
-// and each record with its worst-case varints.
+// and its records.
 func requestSize(parts []producePart) int {
 	n := 64
 	for i := range parts {
-		n += 2 + len(parts[i].topic) + 4 + 4 + 4 + 61
-		for j := range parts[i].batch {
-			m := &parts[i].batch[j]
-			n += 5*6 + 3 + len(m.key) + len(m.value) + len(typeHeaderKey) + len(m.typ)
-		}
+		n += 2 + len(parts[i].topic) + 4 + 4 + 4 + 61 + recordsSize(parts[i].batch)
+	}
+	return n
+}
+
+// recordsSize bounds the encoded size of batch's records (appendRecords),
+// each with its worst-case varints.
+func recordsSize(batch []queued) int {
+	n := 0
+	for j := range batch {
+		m := &batch[j]
+		n += 5*6 + 3 + len(m.key) + len(m.value) + len(typeHeaderKey) + len(m.typ)
 	}
 	return n
 }
@@ -252,7 +259,7 @@ func (c *wireConn) appendBatch(b []byte, batch []queued, codec compress.Codec, m
 	if codec == nil {
 		b = appendRecords(b, batch)
 	} else {
-		c.scratch = appendRecords(slices.Grow(c.scratch[:0], requestSize([]producePart{{batch: batch}})), batch)
+		c.scratch = appendRecords(slices.Grow(c.scratch[:0], recordsSize(batch)), batch)
 		w := bytes.NewBuffer(b) // appends to b
 		z := codec.NewWriter(w)
 		if _, err := z.Write(c.scratch); err != nil {

@@ -39,8 +39,8 @@ func TestAppendBatchDecodes(t *testing.T) {
 		rb.FirstSequence != -1 || rb.PartitionLeaderEpoch != -1 {
 		t.Fatalf("batch header %+v", rb)
 	}
-	if bound := requestSize([]producePart{{batch: batch}}); len(b) > bound {
-		t.Fatalf("batch of %d bytes, over requestSize's bound %d", len(b), bound)
+	if records, bound := len(b)-4-61, recordsSize(batch); records > bound {
+		t.Fatalf("records of %d bytes, over recordsSize's bound %d", records, bound)
 	}
 	if int(rb.Length) != len(b)-4-12 {
 		t.Fatalf("batch length %d, want %d", rb.Length, len(b)-4-12)
