@@ -111,7 +111,9 @@ func (m *Meter) StealPercent() float64 {
 }
 
 // machineCPU is the first line of /proc/stat: all CPUs' time in ticks.
-type machineCPU struct{ total, steal int64 }
+// busy is what no guest but this one spent: total less idle, iowait and
+// steal.
+type machineCPU struct{ total, steal, busy int64 }
 
 func readMachineCPU() machineCPU {
 	b, err := os.ReadFile("/proc/stat")
@@ -124,7 +126,8 @@ func readMachineCPU() machineCPU {
 
 // parseMachineCPU reads "cpu user nice system idle iowait irq softirq
 // steal ...": total is the sum of the first eight fields (guest time is
-// already inside user), steal the eighth.
+// already inside user), steal the eighth, busy the rest less idle and
+// iowait.
 func parseMachineCPU(line string) machineCPU {
 	f := strings.Fields(line)
 	if len(f) < 9 || f[0] != "cpu" {
@@ -137,8 +140,12 @@ func parseMachineCPU(line string) machineCPU {
 			return machineCPU{}
 		}
 		c.total += n
-		if i == 7 {
+		switch i {
+		case 3, 4: // idle, iowait
+		case 7:
 			c.steal = n
+		default:
+			c.busy += n
 		}
 	}
 	return c
@@ -155,11 +162,18 @@ func (m *Meter) read() map[string]time.Duration {
 }
 
 // PerOp returns, per role, the CPU microseconds used between Start and End
-// divided by ops. Roles not read at both instants are left out.
+// divided by ops. Roles not read at both instants are left out. The role
+// "machine" is every process's CPU (all cores' busy time in /proc/stat):
+// with Postgres, ClickHouse and the generator, what an operation costs the
+// whole host.
 func (m *Meter) PerOp(ops float64) map[string]float64 {
 	out := map[string]float64{}
 	if ops <= 0 {
 		return out
+	}
+	if m.machineStart.total > 0 && m.machineEnd.total > 0 {
+		busy := time.Duration(m.machineEnd.busy-m.machineStart.busy) * clockTick
+		out["machine"] = round2(float64(busy) / float64(time.Microsecond) / ops)
 	}
 	for role, s := range m.start {
 		if e, ok := m.end[role]; ok {

@@ -69,8 +69,8 @@ func cpuTime(t *testing.T) time.Duration {
 
 func TestParseMachineCPU(t *testing.T) {
 	c := parseMachineCPU("cpu  100 2 30 500 4 0 6 58 0 0")
-	if c.total != 700 || c.steal != 58 {
-		t.Fatalf("parseMachineCPU = %+v, want total 700 steal 58", c)
+	if c.total != 700 || c.steal != 58 || c.busy != 138 {
+		t.Fatalf("parseMachineCPU = %+v, want total 700 steal 58 busy 138", c)
 	}
 	for _, bad := range []string{"cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 3", "cpu 1 2 x 4 5 6 7 8"} {
 		if c := parseMachineCPU(bad); c != (machineCPU{}) {
