@@ -65,8 +65,9 @@ type Sample struct {
 	OpsPerSec float64   `json:"opsPerSec"`
 	// CPUUsPerOp is CPU µs per operation by process role: server, broker,
 	// generator (the load generator: this process), baseline (a work
-	// baseline's own process, everything included), machine (every
-	// process on the host: Postgres, ClickHouse and the sink too).
+	// baseline's own process, everything included), postgres and
+	// clickhouse (every process of the local stack's servers), machine
+	// (every process on the host).
 	CPUUsPerOp        map[string]float64 `json:"cpuUsPerOp,omitempty"`
 	GeneratorUsPerReq float64            `json:"generatorCpuUsPerRequest,omitempty"`
 	// StealPct is the share of the machine's CPU time taken by other

@@ -235,6 +235,10 @@ func (r *runner) startBaselines(ctx context.Context) error {
 	return nil
 }
 
+// stackCommands are the local stack's processes measured by command name
+// on both sides of a pair (a baseline uses them too when it needs them).
+var stackCommands = map[string]string{"postgres": "postgres", "clickhouse": "clickhouse-serv"}
+
 func client(req *load.Request, conns int) (*fasthttp.HostClient, error) {
 	addr, err := req.Addr()
 	if err != nil {
@@ -373,7 +377,7 @@ func (r *runner) measure(ctx context.Context, attempt int, kind string, sd *side
 		r.rep.Runs = append(r.rep.Runs, *run)
 		return run, nil
 	}
-	meter := &proc.Meter{PIDs: sd.pids}
+	meter := &proc.Meter{PIDs: sd.pids, Commands: stackCommands}
 	if kind == "system" && r.b.Work != nil && !r.b.SelfTest {
 		ops, err := r.b.Work(ctx, r.s, load.Window{Warmup: r.o.Warmup, Duration: r.o.Duration, OnStart: meter.Start, OnEnd: meter.End})
 		if err != nil {
@@ -500,7 +504,7 @@ func (r *runner) openLoop(ctx context.Context, ol OpenLoop) error {
 	if err != nil {
 		return err
 	}
-	meter := &proc.Meter{PIDs: sd.pids}
+	meter := &proc.Meter{PIDs: sd.pids, Commands: stackCommands}
 	var during *load.Histogram
 	var duringErr error
 	duringCtx, endDuring := context.WithCancel(ctx)

@@ -85,18 +85,75 @@ func parseStatusKB(b []byte, key string) (int64, error) {
 // Meter reads the CPU time of several processes at two instants.
 // It is used from one goroutine.
 type Meter struct {
-	PIDs  map[string]int // role ("server", "broker", "generator") to pid; 0 = this process
-	start map[string]time.Duration
-	end   map[string]time.Duration
+	PIDs map[string]int // role ("server", "broker", "generator") to pid; 0 = this process
+	// Commands maps a role to a command name (the comm of /proc/<pid>/stat,
+	// at most 15 bytes): the role's CPU is that of every process so named,
+	// e.g. all of Postgres's backends. A process that exits between Start
+	// and End is left out; one that starts in between counts whole.
+	Commands map[string]string
+	start    map[string]time.Duration
+	end      map[string]time.Duration
+	// cmdStart and cmdEnd are the CPU times of the Commands processes by pid.
+	cmdStart, cmdEnd map[int]commandCPU
 
 	machineStart, machineEnd machineCPU
 }
 
 // Start records each process's CPU time now; unreadable ones are skipped.
-func (m *Meter) Start() { m.start, m.machineStart = m.read(), readMachineCPU() }
+func (m *Meter) Start() {
+	m.start, m.cmdStart, m.machineStart = m.read(), m.readCommands(), readMachineCPU()
+}
 
 // End records each process's CPU time now.
-func (m *Meter) End() { m.end, m.machineEnd = m.read(), readMachineCPU() }
+func (m *Meter) End() { m.end, m.cmdEnd, m.machineEnd = m.read(), m.readCommands(), readMachineCPU() }
+
+// commandCPU is one process of a Commands role.
+type commandCPU struct {
+	role string
+	cpu  time.Duration
+}
+
+// readCommands reads the CPU time of every process whose command is one of
+// Commands' names.
+func (m *Meter) readCommands() map[int]commandCPU {
+	if len(m.Commands) == 0 {
+		return nil
+	}
+	roles := make(map[string]string, len(m.Commands))
+	for role, cmd := range m.Commands {
+		roles[cmd] = role
+	}
+	dirs, _ := os.ReadDir("/proc")
+	out := map[int]commandCPU{}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(statPath(pid, "stat"))
+		if err != nil {
+			continue
+		}
+		role, ok := roles[commandOf(b)]
+		if !ok {
+			continue
+		}
+		if c, err := parseStat(b); err == nil {
+			out[pid] = commandCPU{role: role, cpu: c}
+		}
+	}
+	return out
+}
+
+// commandOf returns the command name of a /proc/<pid>/stat line: field 2,
+// between the first '(' and the last ')'.
+func commandOf(stat []byte) string {
+	i, j := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if i < 0 || j < i {
+		return ""
+	}
+	return string(stat[i+1 : j])
+}
 
 // StealPercent is the share of the machine's CPU time between Start and
 // End that the hypervisor gave to other guests (/proc/stat "steal"): on a
@@ -175,10 +232,8 @@ func (m *Meter) PerOp(ops float64) map[string]float64 {
 		busy := time.Duration(m.machineEnd.busy-m.machineStart.busy) * clockTick
 		out["machine"] = round2(float64(busy) / float64(time.Microsecond) / ops)
 	}
-	for role, s := range m.start {
-		if e, ok := m.end[role]; ok {
-			out[role] = round2(float64(e-s) / float64(time.Microsecond) / ops)
-		}
+	for role, used := range m.Used() {
+		out[role] = round2(float64(used) / float64(time.Microsecond) / ops)
 	}
 	return out
 }
@@ -189,6 +244,11 @@ func (m *Meter) Used() map[string]time.Duration {
 	for role, s := range m.start {
 		if e, ok := m.end[role]; ok {
 			out[role] = e - s
+		}
+	}
+	if m.cmdStart != nil && m.cmdEnd != nil {
+		for pid, e := range m.cmdEnd {
+			out[e.role] += e.cpu - m.cmdStart[pid].cpu
 		}
 	}
 	return out

@@ -34,7 +34,12 @@ func TestParseStatus(t *testing.T) {
 }
 
 func TestMeterReadsThisProcess(t *testing.T) {
-	m := &Meter{PIDs: map[string]int{"generator": 0, "gone": 1 << 30}}
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Meter{PIDs: map[string]int{"generator": 0, "gone": 1 << 30},
+		Commands: map[string]string{"by-name": commandOf(self), "nobody": "no-such-comm"}}
 	m.Start()
 	base := cpuTime(t)
 	// Spin until the process has used 60 ms of CPU by getrusage, not 60 ms
@@ -49,6 +54,12 @@ func TestMeterReadsThisProcess(t *testing.T) {
 	}
 	if used["generator"] < 20*time.Millisecond {
 		t.Fatalf("busy loop of 60 ms measured as %v", used["generator"])
+	}
+	if used["by-name"] < used["generator"] {
+		t.Fatalf("this process by command name %q used %v, by pid %v", commandOf(self), used["by-name"], used["generator"])
+	}
+	if _, ok := used["nobody"]; ok {
+		t.Fatal("a command without processes must be left out")
 	}
 	if per := m.PerOp(1000); per["generator"] < 20 {
 		t.Fatalf("per op %v", per)
