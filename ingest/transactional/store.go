@@ -88,8 +88,8 @@ func NewStore(pool *pgxpool.Pool) *Store {
 	}
 	// Two statements of each kind in flight: more only splits concurrent
 	// sends into smaller batches, and a statement's cost is mostly fixed.
-	s.lookups = batcher[lookupIn, lookupOut]{workers: 2, max: 256, timeout: 10 * time.Second, run: s.lookupBatch}
-	s.claims = batcher[NewMessage, claimOut]{workers: 2, max: 256, timeout: 10 * time.Second, run: s.claimBatch}
+	s.lookups = batcher[lookupIn, lookupOut]{workers: 1, max: 256, timeout: 10 * time.Second, run: s.lookupBatch}
+	s.claims = batcher[NewMessage, claimOut]{workers: 1, max: 256, timeout: 10 * time.Second, run: s.claimBatch}
 	return s
 }
 

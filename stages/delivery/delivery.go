@@ -51,6 +51,8 @@ const Name = "delivery"
 var (
 	//go:embed sql/claim.sql
 	sqlClaim string
+	//go:embed sql/claim_queued.sql
+	sqlClaimQueued string
 	//go:embed sql/finish.sql
 	sqlFinish string
 	//go:embed sql/release.sql
@@ -609,14 +611,37 @@ func (s *Stage) retryPG(ctx context.Context, what string, fn func() error) {
 	}
 }
 
-// claim runs claim.sql and returns each id's state.
+// claim returns each id's state (claim.sql): it claims the queued ones in
+// one update (claim_queued.sql), which is every one in the common case, and
+// runs claim.sql only for the rest. claim.sql alone would lock every row
+// before updating it, a second write of each row.
 func (s *Stage) claim(ctx context.Context, ids []string) (map[string]string, error) {
-	rows, err := s.pg.Query(ctx, sqlClaim, ids, s.token, s.cfg.ClaimLease.Seconds())
+	out := make(map[string]string, len(ids))
+	rows, err := s.pg.Query(ctx, sqlClaimQueued, ids, s.token)
 	if err != nil {
 		return nil, fmt.Errorf("claim messages: %w", err)
 	}
-	out := make(map[string]string, len(ids))
 	var id, state string
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { out[id] = "claimed"; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("claim messages: %w", err)
+	}
+	if len(out) == len(ids) {
+		return out, nil
+	}
+	rest := make([]string, 0, len(ids)-len(out))
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			rest = append(rest, id)
+		}
+	}
+	if len(rest) == 0 { // an id given twice
+		return out, nil
+	}
+	rows, err = s.pg.Query(ctx, sqlClaim, rest, s.token, s.cfg.ClaimLease.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("claim messages: %w", err)
+	}
 	_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error { out[id] = state; return nil })
 	if err != nil {
 		return nil, fmt.Errorf("claim messages: %w", err)
