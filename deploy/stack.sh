@@ -87,7 +87,9 @@ cmd_install() {
 	command -v flock >/dev/null 2>&1 || pkgs+=(util-linux)
 	command -v setsid >/dev/null 2>&1 || pkgs+=(util-linux)
 	command -v curl >/dev/null 2>&1 || pkgs+=(curl)
-	command -v gcc >/dev/null 2>&1 || pkgs+=(gcc libc6-dev) # cgo, for `go test -race`
+	command -v gcc >/dev/null 2>&1 || pkgs+=(gcc libc6-dev) # cgo: `go test -race`, libcrypto below
+	# libcrypto's headers: DKIM signatures go through OpenSSL (sinks/email/rsasign_cgo.go).
+	[[ -f /usr/include/openssl/evp.h ]] || pkgs+=(libssl-dev)
 	# Headless browser for the track.js test (ingest/tracking drives it over the DevTools pipe).
 	command -v chromium >/dev/null 2>&1 || pkgs+=(chromium)
 	((${#pkgs[@]})) || return 0

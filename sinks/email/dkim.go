@@ -76,13 +76,17 @@ func DKIMRecord(pub crypto.PublicKey) (string, error) {
 	return "v=DKIM1; k=rsa; p=" + base64.StdEncoding.EncodeToString(der), nil
 }
 
-// ParseDKIMKey reads a PKCS#8 or PKCS#1 PEM private key.
+// ParseDKIMKey reads a PKCS#8 or PKCS#1 PEM private key. An RSA key signs
+// through libcrypto when the binary is built with cgo (fastRSA).
 func ParseDKIMKey(privatePEM string) (crypto.Signer, error) {
 	blk, _ := pem.Decode([]byte(privatePEM))
 	if blk == nil {
 		return nil, errors.New("dkim key: not PEM")
 	}
 	if k, err := x509.ParsePKCS8PrivateKey(blk.Bytes); err == nil {
+		if rk, ok := k.(*rsa.PrivateKey); ok {
+			return fastRSA(rk), nil
+		}
 		s, ok := k.(crypto.Signer)
 		if !ok {
 			return nil, errors.New("dkim key: not a signing key")
@@ -93,5 +97,5 @@ func ParseDKIMKey(privatePEM string) (crypto.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dkim key: %w", err)
 	}
-	return k, nil
+	return fastRSA(k), nil
 }
