@@ -4,6 +4,7 @@ package email
 
 /*
 #cgo LDFLAGS: -lcrypto
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
@@ -11,7 +12,11 @@ package email
 // ss_rsa_key reads a PKCS#1 DER RSA private key; NULL when it does not parse.
 static EVP_PKEY *ss_rsa_key(const unsigned char *der, long n) {
 	const unsigned char *p = der;
-	return d2i_PrivateKey(EVP_PKEY_RSA, NULL, &p, n);
+	EVP_PKEY *k = d2i_PrivateKey(EVP_PKEY_RSA, NULL, &p, n);
+	if (k == NULL) {
+		ERR_clear_error(); // the queue is per thread, and Go reuses threads
+	}
+	return k;
 }
 
 // ss_rsa_sign signs a SHA-256 digest with PKCS #1 v1.5 padding into sig
@@ -19,6 +24,7 @@ static EVP_PKEY *ss_rsa_key(const unsigned char *der, long n) {
 static int ss_rsa_sign(EVP_PKEY *k, const unsigned char *digest, size_t n, unsigned char *sig, size_t *siglen) {
 	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new(k, NULL);
 	if (ctx == NULL) {
+		ERR_clear_error();
 		return 0;
 	}
 	int ok = EVP_PKEY_sign_init(ctx) > 0
@@ -26,6 +32,9 @@ static int ss_rsa_sign(EVP_PKEY *k, const unsigned char *digest, size_t n, unsig
 		&& EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) > 0
 		&& EVP_PKEY_sign(ctx, sig, siglen, digest, n) > 0;
 	EVP_PKEY_CTX_free(ctx);
+	if (!ok) {
+		ERR_clear_error();
+	}
 	return ok;
 }
 */
@@ -56,6 +65,7 @@ type rsaSigner struct {
 func fastRSA(k *rsa.PrivateKey) crypto.Signer {
 	der := x509.MarshalPKCS1PrivateKey(k)
 	pkey := C.ss_rsa_key((*C.uchar)(unsafe.Pointer(&der[0])), C.long(len(der)))
+	clear(der) // a copy of the private key
 	if pkey == nil {
 		return k
 	}
