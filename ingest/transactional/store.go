@@ -86,8 +86,11 @@ func NewStore(pool *pgxpool.Pool) *Store {
 	if own, err := pgsink.LookupPool(context.Background(), pool, 6, true); err == nil {
 		s.async = own
 	}
-	// Two statements of each kind in flight: more only splits concurrent
-	// sends into smaller batches, and a statement's cost is mostly fixed.
+	// One statement of each kind in flight: a statement's cost is mostly
+	// fixed, and a second one only split concurrent sends into smaller
+	// batches (transactional-e2e: 1.9 rows per statement with two, 3.1
+	// with one, and 10% less Postgres time per message; the open-loop
+	// latency at 1,000 sends/s did not change).
 	s.lookups = batcher[lookupIn, lookupOut]{workers: 1, max: 256, timeout: 10 * time.Second, run: s.lookupBatch}
 	s.claims = batcher[NewMessage, claimOut]{workers: 1, max: 256, timeout: 10 * time.Second, run: s.claimBatch}
 	return s
