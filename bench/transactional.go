@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/emersion/go-msgauth/dkim"
 	gosmtp "github.com/emersion/go-smtp"
 	"github.com/valyala/fasthttp"
 
@@ -84,8 +85,23 @@ func init() {
 		Baselines: []string{"liquid-render", "smtp-sink", "dkim-sign"},
 		Prepare:   prepareSink(true),
 		Setup: func(ctx context.Context, s *harness.System) error {
-			var out map[string]any
-			return s.Admin(ctx, &out, "domain", "add", "--workspace", s.WorkspaceID, "--domain", "shop.bench.example.com")
+			var out struct {
+				Name   string `json:"dkimRecordName"`
+				Record string `json:"dkimRecord"`
+			}
+			if err := s.Admin(ctx, &out, "domain", "add", "--workspace", s.WorkspaceID, "--domain", "shop.bench.example.com"); err != nil {
+				return err
+			}
+			if out.Name == "" || out.Record == "" {
+				return errors.New("domain add printed no DKIM record")
+			}
+			sinkMu.Lock()
+			defer sinkMu.Unlock()
+			if current == nil {
+				return errors.New("no mail sink")
+			}
+			current.dkimName, current.dkimRecord = out.Name, out.Record
+			return nil
 		},
 		Request: func(s *harness.System) *load.Request {
 			return &load.Request{Method: "POST", URL: s.BaseURL + "/api/v1/transactional/send", Header: txAuth(s),
@@ -162,7 +178,9 @@ func strconvQuote(s string) []byte {
 }
 
 // sink is the SMTP server the system delivers to: it reads each message
-// and counts it (and its size), keeping nothing.
+// and counts it (and its size), keeping nothing. With checkDKIM it counts
+// the messages that start with a DKIM-Signature, and verifies one signed
+// message in verifyEvery against the domain's published key.
 type sink struct {
 	srv       *gosmtp.Server
 	addr      string
@@ -170,7 +188,14 @@ type sink struct {
 	bytes     atomic.Int64
 	signed    atomic.Int64
 	checkDKIM bool
+
+	dkimName, dkimRecord string // the TXT record: set in Setup, before any send
+	verified, badSig     atomic.Int64
+	firstBad             atomic.Value // string: why the first bad signature failed
 }
+
+// verifyEvery is how often the DKIM sink checks a signature for real.
+const verifyEvery = 500
 
 type sinkSession struct{ s *sink }
 
@@ -181,16 +206,48 @@ func (sinkSession) Rcpt(string, *gosmtp.RcptOptions) error { return nil }
 func (ss sinkSession) Data(r io.Reader) error {
 	var head [16]byte
 	n, _ := io.ReadFull(r, head[:])
+	signed := ss.s.checkDKIM && bytes.HasPrefix(head[:n], []byte("DKIM-Signature"))
+	if signed && ss.s.signed.Add(1)%verifyEvery == 1 {
+		msg, err := io.ReadAll(io.MultiReader(bytes.NewReader(head[:n]), r))
+		if err != nil {
+			return err
+		}
+		ss.s.verify(msg)
+		ss.s.bytes.Add(int64(len(msg)))
+		ss.s.count.Add(1)
+		return nil
+	}
 	rest, err := io.Copy(io.Discard, r)
 	if err != nil {
 		return err
 	}
-	if ss.s.checkDKIM && bytes.HasPrefix(head[:n], []byte("DKIM-Signature")) {
-		ss.s.signed.Add(1)
-	}
 	ss.s.bytes.Add(int64(n) + rest)
 	ss.s.count.Add(1)
 	return nil
+}
+
+// verify checks msg's DKIM signature against the record Setup published.
+func (s *sink) verify(msg []byte) {
+	lookup := func(name string) ([]string, error) {
+		if name != s.dkimName {
+			return nil, fmt.Errorf("no TXT record %s", name)
+		}
+		return []string{s.dkimRecord}, nil
+	}
+	vs, err := dkim.VerifyWithOptions(bytes.NewReader(msg), &dkim.VerifyOptions{LookupTXT: lookup})
+	switch {
+	case err != nil:
+	case len(vs) != 1:
+		err = fmt.Errorf("%d signatures", len(vs))
+	default:
+		err = vs[0].Err
+	}
+	if err != nil {
+		s.badSig.Add(1)
+		s.firstBad.CompareAndSwap(nil, err.Error())
+		return
+	}
+	s.verified.Add(1)
 }
 
 var (
@@ -330,12 +387,19 @@ func e2eWork(from string) func(ctx context.Context, s *harness.System, w load.Wi
 		msg := fmt.Sprintf("transactional e2e: %d delivered in the window (%.0f/s), average %d bytes, %d accepted in all, %d failed sends",
 			n, float64(n)/w.Duration.Seconds(), avg, accepted.Load(), failed.Load())
 		if sk.checkDKIM {
-			msg += fmt.Sprintf(", %d of %d DKIM-signed", sk.signed.Load(), sk.count.Load())
+			msg += fmt.Sprintf(", %d of %d DKIM-signed, %d of %d sampled signatures verified",
+				sk.signed.Load(), sk.count.Load(), sk.verified.Load(), sk.verified.Load()+sk.badSig.Load())
 		}
 		if e, ok := firstErr.Load().(string); ok {
 			msg += ", first failure: " + strings.TrimSpace(e)
 		}
 		log.Print(msg)
+		if why, bad := sk.firstBad.Load().(string); bad {
+			return 0, fmt.Errorf("%d sampled DKIM signatures did not verify, the first: %s", sk.badSig.Load(), why)
+		}
+		if sk.checkDKIM && sk.verified.Load() == 0 {
+			return 0, errors.New("no DKIM signature was verified")
+		}
 		if sk.checkDKIM && sk.signed.Load() != sk.count.Load() {
 			return 0, fmt.Errorf("%d of %d messages were not DKIM-signed", sk.count.Load()-sk.signed.Load(), sk.count.Load())
 		}
