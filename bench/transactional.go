@@ -42,8 +42,11 @@ import (
 //     baselines measured in the same run.
 //
 // End to end, the system side of a pair is the number of messages the sink
-// received during the measured window (Benchmark.Work): senders keep a
-// backlog of at most txBacklog accepted-but-undelivered messages, so the
+// received during the measured window (Benchmark.Work): as many senders as
+// the closed loop's connections (-conns, 64 by default, the method of
+// PERFORMANCE.md; until 2026-11-23 a fixed 16, which left 10-30% of the
+// two cores idle) keep a backlog of at most txBacklog
+// accepted-but-undelivered messages, so the
 // figure is the delivery rate, and the backlog drains within a second of
 // the window's end (before the next baseline runs).
 const txBacklog = 3000
@@ -299,7 +302,8 @@ func e2eWork(from string) func(ctx context.Context, s *harness.System, w load.Wi
 		body := sendBody(from)
 		var seq atomic.Uint64
 		seq.Store(uint64(time.Now().UnixNano()) & 0xffffffffff)
-		client := load.NewClient(s.Addr, 16)
+		senders := max(w.Conns, 1)
+		client := load.NewClient(s.Addr, senders)
 		url := s.BaseURL + "/api/v1/transactional/send"
 		do := func(buf []byte) ([]byte, int, error) {
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
@@ -321,7 +325,7 @@ func e2eWork(from string) func(ctx context.Context, s *harness.System, w load.Wi
 		var firstErr atomic.Value
 		base := sk.count.Load()
 		var wg sync.WaitGroup
-		for i := 0; i < 16; i++ {
+		for i := 0; i < senders; i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -58,7 +58,8 @@ type Benchmark struct {
 	// Request builds the system's closed-loop request once; it is reused
 	// across every run of the benchmark.
 	Request func(s *System) *load.Request
-	// Conns of the closed loop; 0 takes the -conns flag (default 64).
+	// Conns of the closed loop (and Work's w.Conns); 0 takes the -conns
+	// flag (default 64).
 	Conns int
 
 	// OpenLoop lists fixed rates at which latency, RSS and CPU are measured

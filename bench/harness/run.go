@@ -379,7 +379,7 @@ func (r *runner) measure(ctx context.Context, attempt int, kind string, sd *side
 	}
 	meter := &proc.Meter{PIDs: sd.pids, Commands: stackCommands}
 	if kind == "system" && r.b.Work != nil && !r.b.SelfTest {
-		ops, err := r.b.Work(ctx, r.s, load.Window{Warmup: r.o.Warmup, Duration: r.o.Duration, OnStart: meter.Start, OnEnd: meter.End})
+		ops, err := r.b.Work(ctx, r.s, load.Window{Warmup: r.o.Warmup, Duration: r.o.Duration, OnStart: meter.Start, OnEnd: meter.End, Conns: r.conns})
 		if err != nil {
 			return nil, fmt.Errorf("system run of %s: %w", sd.name, err)
 		}

@@ -11,12 +11,14 @@ import (
 
 // Window is a run's timing: a warm-up whose requests are not counted, then
 // the measured window. OnStart and OnEnd, when set, are called at the two
-// boundaries (e.g. to read a process's CPU time).
+// boundaries (e.g. to read a process's CPU time). Conns is the closed
+// loop's concurrency, for a benchmark's own Work loop to use.
 type Window struct {
 	Warmup   time.Duration
 	Duration time.Duration
 	OnStart  func()
 	OnEnd    func()
+	Conns    int
 }
 
 func (w Window) validate() error {
