@@ -301,12 +301,8 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 		return outcome{stage: stageBody, step: "write message", err: err, refused: o.refused}
 	}
 	c.deadline() // the relay's own time to take the message
-	code, text, err := c.reply()
-	o = outcome{stage: stageFinal, step: "end of data", final: text, refused: o.refused, err: err}
-	if err == nil && !codeMatches(code, 2) {
-		o.err = &ReplyError{Code: code, Text: text}
-	}
-	return o
+	text, err := c.expect(2)
+	return outcome{stage: stageFinal, step: "end of data", final: text, refused: o.refused, err: err}
 }
 
 // step flushes the commands written so far and reads one reply.
