@@ -32,7 +32,8 @@ type client struct {
 	w       *bufio.Writer
 	ext     map[string]string // EHLO keywords (upper case) and their parameters
 	timeout time.Duration     // bounds each exchange
-	body    []byte            // scratch: the dot-stuffed message
+	body    []byte            // scratch: what one write sends
+	chunk   []byte            // scratch: the message as a BDAT chunk
 }
 
 func newClient(nc net.Conn, timeout time.Duration) *client {
@@ -217,25 +218,20 @@ type outcome struct {
 	step    string   // the command err answers
 }
 
-// send runs MAIL, RCPT for each recipient and DATA, written in one go when
-// the relay offers PIPELINING, then the message in one write. The first
-// recipient is the primary one: when the relay refuses it, nothing is sent
-// (if DATA was already accepted, stageAborted tells the caller to drop the
-// connection, which abandons the transaction).
+// send runs one transaction. With one recipient and a relay offering
+// CHUNKING and PIPELINING it is sendChunked, one round trip; otherwise MAIL,
+// RCPT for each recipient and DATA, written in one go when the relay offers
+// PIPELINING, then the message in one write. The first recipient is the
+// primary one: when the relay refuses it, nothing is sent (if DATA was
+// already accepted, stageAborted tells the caller to drop the connection,
+// which abandons the transaction).
 func (c *client) send(from string, rcpts []string, raw []byte) outcome {
+	if len(rcpts) == 1 && c.has("CHUNKING") && c.has("PIPELINING") {
+		return c.sendChunked(from, rcpts[0], raw)
+	}
 	c.deadline()
 	pipelined := c.has("PIPELINING")
-	c.w.WriteString("MAIL FROM:<")
-	c.w.WriteString(from)
-	c.w.WriteByte('>')
-	if c.has("8BITMIME") {
-		c.w.WriteString(" BODY=8BITMIME")
-	}
-	if c.has("SIZE") {
-		c.w.WriteString(" SIZE=")
-		c.w.WriteString(strconv.Itoa(len(raw)))
-	}
-	c.w.WriteString("\r\n")
+	c.w.Write(c.appendMail(c.body[:0], from, len(raw)))
 	if !pipelined {
 		if o, ok := c.step("mail from", 25); !ok {
 			return o
@@ -293,7 +289,7 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 		o.stage = stageAborted
 		return o
 	}
-	c.body = appendData(c.body[:0], raw)
+	c.body = appendLines(c.body[:0], raw, true)
 	// A large message may take longer than one exchange to transmit: the
 	// write gets the time-out plus a second per minSendRate bytes.
 	_ = c.nc.SetDeadline(time.Now().Add(c.timeout + time.Duration(len(c.body)/minSendRate)*time.Second))
@@ -303,6 +299,65 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 	c.deadline() // the relay's own time to take the message
 	text, err := c.expect(2)
 	return outcome{stage: stageFinal, step: "end of data", final: text, refused: o.refused, err: err}
+}
+
+// sendChunked writes MAIL, RCPT, "BDAT <size> LAST" and the message in one
+// write (RFC 3030 with RFC 2920) and then reads the three replies. A relay
+// that refuses MAIL or RCPT refuses the BDAT too and drops its chunk, so the
+// session stays in step. Once the write went out, the relay may hold the
+// whole message: a reply lost after it is an unknown outcome (stageFinal
+// with no reply), which is why the pool checks a reused connection before
+// handing it out (peerClosed).
+func (c *client) sendChunked(from, rcpt string, raw []byte) outcome {
+	c.chunk = appendLines(c.chunk[:0], raw, false)
+	b := c.appendMail(c.body[:0], from, len(c.chunk))
+	b = append(b, "RCPT TO:<"...)
+	b = append(b, rcpt...)
+	b = append(b, ">\r\nBDAT "...)
+	b = strconv.AppendInt(b, int64(len(c.chunk)), 10)
+	b = append(b, " LAST\r\n"...)
+	c.body = append(b, c.chunk...)
+	_ = c.nc.SetDeadline(time.Now().Add(c.timeout + time.Duration(len(c.body)/minSendRate)*time.Second))
+	if _, err := c.nc.Write(c.body); err != nil {
+		return outcome{stage: stageBody, step: "write message", err: err}
+	}
+	c.deadline() // the relay's own time to take the message
+	if _, err := c.expect(25); err != nil {
+		return c.refusedBefore(outcome{stage: stageEnvelope, step: "mail from", err: err}, 2)
+	}
+	if _, err := c.expect(25); err != nil {
+		return c.refusedBefore(outcome{stage: stageEnvelope, step: "rcpt to " + rcpt, err: err}, 1)
+	}
+	text, err := c.expect(2)
+	return outcome{stage: stageFinal, step: "end of data", final: text, err: err}
+}
+
+// refusedBefore is the outcome of a chunked transaction whose MAIL or RCPT
+// got o.err, with n replies still to come. A reply means nothing was
+// accepted: the rest are read to stay in step. A lost connection may have
+// come after the relay took the message (stageFinal, no reply).
+func (c *client) refusedBefore(o outcome, n int) outcome {
+	if !isReply(o.err) {
+		o.stage = stageFinal
+		return o
+	}
+	c.drain(n)
+	return o
+}
+
+// appendMail appends the MAIL FROM command for a message of size bytes.
+func (c *client) appendMail(b []byte, from string, size int) []byte {
+	b = append(b, "MAIL FROM:<"...)
+	b = append(b, from...)
+	b = append(b, '>')
+	if c.has("8BITMIME") {
+		b = append(b, " BODY=8BITMIME"...)
+	}
+	if c.has("SIZE") {
+		b = append(b, " SIZE="...)
+		b = strconv.AppendInt(b, int64(size), 10)
+	}
+	return append(b, "\r\n"...)
 }
 
 // step flushes the commands written so far and reads one reply.
@@ -346,12 +401,13 @@ func replyCode(err error) int {
 
 func isReply(err error) bool { return replyCode(err) != 0 }
 
-// appendData appends raw as DATA content (RFC 5321 4.5.2): every line ends
-// in CRLF (a bare LF becomes CRLF), a line starting with "." gets another
-// one, and the content ends with the "." line.
-func appendData(dst, raw []byte) []byte {
+// appendLines appends raw with every line ending in CRLF (a bare LF becomes
+// CRLF). As DATA content (RFC 5321 4.5.2, dot), a line starting with "."
+// gets another one and the content ends with the "." line; a BDAT chunk
+// (RFC 3030) is sent as it is.
+func appendLines(dst, raw []byte, dot bool) []byte {
 	for len(raw) > 0 {
-		if raw[0] == '.' {
+		if dot && raw[0] == '.' {
 			dst = append(dst, '.')
 		}
 		i := bytes.IndexByte(raw, '\n')
@@ -368,5 +424,8 @@ func appendData(dst, raw []byte) []byte {
 		}
 		raw = raw[i+1:]
 	}
-	return append(dst, '.', '\r', '\n')
+	if dot {
+		dst = append(dst, '.', '\r', '\n')
+	}
+	return dst
 }

@@ -14,7 +14,7 @@ import (
 	"sendstream/sinks/email"
 )
 
-func TestAppendData(t *testing.T) {
+func TestAppendLines(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"", ".\r\n"},
 		{"a\r\nb\r\n", "a\r\nb\r\n.\r\n"},
@@ -23,8 +23,16 @@ func TestAppendData(t *testing.T) {
 		{"a\r\n\r\n.\n", "a\r\n\r\n..\r\n.\r\n"},
 		{"cr\ronly\r\n", "cr\ronly\r\n.\r\n"},
 	} {
-		if got := string(appendData(nil, []byte(c.in))); got != c.want {
-			t.Errorf("appendData(%q) = %q, want %q", c.in, got, c.want)
+		if got := string(appendLines(nil, []byte(c.in), true)); got != c.want {
+			t.Errorf("appendLines(%q, dot) = %q, want %q", c.in, got, c.want)
+		}
+		// As a BDAT chunk: the same lines, neither stuffed nor ended by ".".
+		want := strings.ReplaceAll(strings.TrimSuffix(c.want, ".\r\n"), "\r\n..", "\r\n.")
+		if strings.HasPrefix(want, "..") {
+			want = want[1:]
+		}
+		if got := string(appendLines(nil, []byte(c.in), false)); got != want {
+			t.Errorf("appendLines(%q) = %q, want %q", c.in, got, want)
 		}
 	}
 }
@@ -302,5 +310,151 @@ func TestRefusedSenderKeepsTheSessionInStep(t *testing.T) {
 	}
 	if len(got) == 0 || got[0] != "RSET" {
 		t.Errorf("second transaction began %q, want RSET first", got)
+	}
+}
+
+// chunkedRelay is a scripted session with PIPELINING and CHUNKING that reads
+// one transaction, MAIL, RCPT and BDAT with its chunk, before it answers
+// anything (so a client waiting for a reply in between would time out),
+// then writes replies; it returns the commands and the chunk read.
+func chunkedRelay(t *testing.T, r *bufio.Reader, w io.Writer, replies string) ([]string, string) {
+	t.Helper()
+	var cmds []string
+	for len(cmds) < 3 {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			t.Errorf("reading the envelope: %v after %q", err, cmds)
+			return cmds, ""
+		}
+		cmds = append(cmds, strings.TrimRight(l, "\r\n"))
+	}
+	f := strings.Fields(cmds[2])
+	if len(f) != 3 || f[0] != "BDAT" || f[2] != "LAST" {
+		t.Errorf("third command %q, want BDAT <size> LAST", cmds[2])
+		return cmds, ""
+	}
+	n, _ := strconv.Atoi(f[1])
+	chunk := make([]byte, n)
+	if _, err := io.ReadFull(r, chunk); err != nil {
+		t.Errorf("reading a chunk of %d bytes: %v", n, err)
+	}
+	io.WriteString(w, replies)
+	return cmds, string(chunk)
+}
+
+// With CHUNKING and one recipient the whole transaction is one write and
+// one round trip: MAIL, RCPT and BDAT LAST with the message as it is (CRLF
+// lines, no dot-stuffing, no final "." line).
+func TestChunkedTransactionIsOneWrite(t *testing.T) {
+	type got struct {
+		cmds  []string
+		chunk string
+	}
+	ch := make(chan got, 1)
+	addr := scripted(t, []string{"PIPELINING", "CHUNKING", "8BITMIME", "SIZE 1000000"}, func(r *bufio.Reader, w io.Writer) {
+		cmds, chunk := chunkedRelay(t, r, w, "250 2.1.0 ok\r\n250 2.1.5 ok\r\n250 2.0.0 Ok: queued as C1\r\n")
+		ch <- got{cmds, chunk}
+	})
+	m := msg("c1", "to@y.test")
+	m.Raw = append(m.Raw, "bare\nlf\n"...)
+	rec, err := sendOne(t, addr, m)
+	if err != nil || rec.ProviderMessageID != "C1" {
+		t.Fatalf("send: %+v %v", rec, err)
+	}
+	g := <-ch
+	want := strings.ReplaceAll(string(m.Raw), "bare\nlf\n", "bare\r\nlf\r\n")
+	if g.chunk != want {
+		t.Errorf("chunk %q, want %q", g.chunk, want)
+	}
+	wantCmds := []string{
+		"MAIL FROM:<a@x.test> BODY=8BITMIME SIZE=" + strconv.Itoa(len(want)),
+		"RCPT TO:<to@y.test>",
+		"BDAT " + strconv.Itoa(len(want)) + " LAST",
+	}
+	if strings.Join(g.cmds, "|") != strings.Join(wantCmds, "|") {
+		t.Errorf("commands %q, want %q", g.cmds, wantCmds)
+	}
+}
+
+// A refused recipient under CHUNKING: the relay refuses the BDAT too and
+// drops the chunk; the client reads that reply, so the next message on the
+// same connection (after RSET) gets its own replies. A 4xx to the BDAT is
+// the relay not taking the message: retried on the same connection.
+func TestChunkedRefusalsKeepTheSessionInStep(t *testing.T) {
+	var rset []string
+	addr := scripted(t, []string{"PIPELINING", "CHUNKING"}, func(r *bufio.Reader, w io.Writer) {
+		chunkedRelay(t, r, w, "250 ok\r\n550 5.1.1 no such user\r\n554 5.5.1 no valid recipients\r\n")
+		rset = readUntil(t, r, "RSET")
+		io.WriteString(w, "250 reset\r\n")
+		chunkedRelay(t, r, w, "250 ok\r\n250 ok\r\n451 4.3.0 try again\r\n")
+		chunkedRelay(t, r, w, "250 ok\r\n250 ok\r\n250 queued as Q3\r\n")
+	})
+	p := newProvider(t, Config{Addr: addr, TLS: TLSNone, MaxAttempts: 2, PoolSize: 1, Timeout: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := p.Send(ctx, msg("bad", "nobody@y.test"))
+	var re *email.RefusedError
+	if !errors.As(err, &re) || !strings.Contains(re.Reason, "550 5.1.1") {
+		t.Fatalf("refused recipient: %v", err)
+	}
+	rec, err := p.Send(ctx, msg("good", "to@y.test"))
+	if err != nil || rec.ProviderMessageID != "Q3" {
+		t.Fatalf("next message, 451 then accepted: %+v %v", rec, err)
+	}
+	if len(rset) != 1 || rset[0] != "RSET" {
+		t.Errorf("second transaction began %q, want RSET alone first", rset)
+	}
+}
+
+// A pooled connection the relay closed while it sat idle, without a word,
+// is found closed before the next message is written (which, chunked, the
+// relay might otherwise have taken before the connection failed): the
+// message goes out on a fresh connection with a single attempt.
+func TestIdleConnectionClosedByRelayIsNotUsed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed := make(chan struct{})
+	var sessions []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; n < 2; n++ {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+			r := bufio.NewReader(nc)
+			io.WriteString(nc, "220 relay\r\n")
+			r.ReadString('\n')
+			io.WriteString(nc, "250-relay\r\n250-PIPELINING\r\n250 CHUNKING\r\n")
+			cmds, _ := chunkedRelay(t, r, nc, "250 ok\r\n250 ok\r\n250 queued\r\n")
+			sessions = append(sessions, cmds[0])
+			nc.Close()
+			if n == 0 {
+				close(closed)
+			}
+		}
+	}()
+	p := newProvider(t, Config{Addr: ln.Addr().String(), TLS: TLSNone, MaxAttempts: 1, PoolSize: 1, Timeout: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i, from := range []string{"first@x.test", "second@x.test"} {
+		if i == 1 {
+			<-closed
+			time.Sleep(20 * time.Millisecond) // the FIN crosses loopback
+		}
+		m := msg(from, "to@y.test")
+		m.From = from
+		if _, err := p.Send(ctx, m); err != nil {
+			t.Fatalf("send from %s with one attempt: %v", from, err)
+		}
+	}
+	<-done
+	if len(sessions) != 2 || !strings.Contains(sessions[1], "second@x.test") {
+		t.Errorf("sessions began %q, want the second message on a second connection", sessions)
 	}
 }

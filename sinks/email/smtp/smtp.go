@@ -1,21 +1,28 @@
 // Package smtp is the SMTP provider plugin of sinks/email: a pool of reused
 // connections (plain, STARTTLS or implicit TLS, optional AUTH PLAIN) to one
 // relay, behind a circuit breaker, with retries only where the relay
-// provably did not take the message. Its own client (client.go) writes the
-// envelope in one go when the relay offers PIPELINING and the dot-stuffed
-// message in one write, so a message costs two round trips.
+// provably did not take the message. Its own client (client.go) sends a
+// one-recipient message to a relay offering CHUNKING and PIPELINING as one
+// write, MAIL, RCPT and "BDAT <size> LAST" with the message (RFC 3030), in
+// one round trip. Otherwise it writes the envelope in one go when the relay
+// offers PIPELINING and then the dot-stuffed message in one write: two
+// round trips.
 //
 // Outcome of one Send, by where the transaction stopped:
 //   - dial, greeting, TLS, AUTH, MAIL, RCPT of the primary recipient, DATA,
-//     writing the body: nothing was accepted, so it is retried (once at once
-//     on a fresh connection when a reused one turned out dead, then up to
-//     MaxAttempts with backoff) and, failing that, returned as retryable;
-//   - a 5xx reply to MAIL, the primary RCPT, DATA or the end of data: a
-//     permanent *email.RefusedError;
-//   - a 4xx reply to the end of data: the relay said it did not take the
-//     message, so it is retryable;
+//     writing the message: nothing was accepted, so it is retried (once at
+//     once on a fresh connection when a reused one turned out dead, then up
+//     to MaxAttempts with backoff) and, failing that, returned as retryable;
+//   - a 5xx reply to MAIL, the primary RCPT, DATA or the end of data (for a
+//     chunked message, BDAT): a permanent *email.RefusedError;
+//   - a 4xx reply to the end of data (BDAT): the relay said it did not take
+//     the message, so it is retryable;
 //   - no reply to the end of data (connection lost, time-out): the relay may
-//     have accepted it, so *email.UnknownOutcomeError and never a retry.
+//     have accepted it, so *email.UnknownOutcomeError and never a retry. A
+//     chunked message is whole at the relay once written, so this holds for
+//     a reply lost anywhere after that write; to keep it rare, a pooled
+//     connection is checked without waiting (peerClosed) before reuse, and
+//     one the relay closed while it sat idle is not used.
 //
 // Registered as provider "smtp"; settings: "url", e.g.
 // smtp://user:pass@relay.example.com:587?tls=starttls&pool=8 (see ParseURL).
@@ -399,17 +406,26 @@ func queueID(text string) string {
 }
 
 func (p *Provider) takeIdle() *conn {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for len(p.idle) > 0 {
+	for {
+		p.mu.Lock()
+		if len(p.idle) == 0 {
+			p.mu.Unlock()
+			return nil
+		}
 		c := p.idle[len(p.idle)-1]
 		p.idle = p.idle[:len(p.idle)-1]
-		if time.Since(c.lastUsed) < p.cfg.IdleTimeout {
+		p.mu.Unlock()
+		switch {
+		case time.Since(c.lastUsed) >= p.cfg.IdleTimeout:
+			go func() { c.c.quit(); _ = c.nc.Close() }()
+		case c.c.r.Buffered() > 0 || peerClosed(c.nc):
+			// The relay hung up, or spoke unasked (a 421 before hanging
+			// up), while the connection sat idle.
+			_ = c.nc.Close()
+		default:
 			return c
 		}
-		go func() { c.c.quit(); _ = c.nc.Close() }()
 	}
-	return nil
 }
 
 func (p *Provider) putIdle(c *conn) {
