@@ -32,8 +32,8 @@ type client struct {
 	w       *bufio.Writer
 	ext     map[string]string // EHLO keywords (upper case) and their parameters
 	timeout time.Duration     // bounds each exchange
-	body    []byte            // scratch: what one write sends
-	chunk   []byte            // scratch: the message as a BDAT chunk
+	hdr     []byte            // scratch: commands
+	msg     []byte            // scratch: the message as sent (dot-stuffed, or a BDAT chunk)
 }
 
 func newClient(nc net.Conn, timeout time.Duration) *client {
@@ -231,7 +231,8 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 	}
 	c.deadline()
 	pipelined := c.has("PIPELINING")
-	c.w.Write(c.appendMail(c.body[:0], from, len(raw)))
+	c.hdr = c.appendMail(c.hdr[:0], from, len(raw))
+	c.w.Write(c.hdr)
 	if !pipelined {
 		if o, ok := c.step("mail from", 25); !ok {
 			return o
@@ -289,11 +290,9 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 		o.stage = stageAborted
 		return o
 	}
-	c.body = appendLines(c.body[:0], raw, true)
-	// A large message may take longer than one exchange to transmit: the
-	// write gets the time-out plus a second per minSendRate bytes.
-	_ = c.nc.SetDeadline(time.Now().Add(c.timeout + time.Duration(len(c.body)/minSendRate)*time.Second))
-	if _, err := c.nc.Write(c.body); err != nil {
+	c.msg = appendLines(c.msg[:0], raw, true)
+	c.sendDeadline(len(c.msg))
+	if _, err := c.nc.Write(c.msg); err != nil {
 		return outcome{stage: stageBody, step: "write message", err: err, refused: o.refused}
 	}
 	c.deadline() // the relay's own time to take the message
@@ -309,16 +308,16 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 // with no reply), which is why the pool checks a reused connection before
 // handing it out (peerClosed).
 func (c *client) sendChunked(from, rcpt string, raw []byte) outcome {
-	c.chunk = appendLines(c.chunk[:0], raw, false)
-	b := c.appendMail(c.body[:0], from, len(c.chunk))
+	c.msg = appendLines(c.msg[:0], raw, false)
+	b := c.appendMail(c.hdr[:0], from, len(c.msg))
 	b = append(b, "RCPT TO:<"...)
 	b = append(b, rcpt...)
 	b = append(b, ">\r\nBDAT "...)
-	b = strconv.AppendInt(b, int64(len(c.chunk)), 10)
-	b = append(b, " LAST\r\n"...)
-	c.body = append(b, c.chunk...)
-	_ = c.nc.SetDeadline(time.Now().Add(c.timeout + time.Duration(len(c.body)/minSendRate)*time.Second))
-	if _, err := c.nc.Write(c.body); err != nil {
+	b = strconv.AppendInt(b, int64(len(c.msg)), 10)
+	c.hdr = append(b, " LAST\r\n"...)
+	c.sendDeadline(len(c.hdr) + len(c.msg))
+	bufs := net.Buffers{c.hdr, c.msg} // one writev on a TCP connection
+	if _, err := bufs.WriteTo(c.nc); err != nil {
 		return outcome{stage: stageBody, step: "write message", err: err}
 	}
 	c.deadline() // the relay's own time to take the message
@@ -330,6 +329,13 @@ func (c *client) sendChunked(from, rcpt string, raw []byte) outcome {
 	}
 	text, err := c.expect(2)
 	return outcome{stage: stageFinal, step: "end of data", final: text, err: err}
+}
+
+// sendDeadline bounds the write of n bytes: a large message may take longer
+// than one exchange to transmit, so the write gets the time-out plus a
+// second per minSendRate bytes.
+func (c *client) sendDeadline(n int) {
+	_ = c.nc.SetDeadline(time.Now().Add(c.timeout + time.Duration(n/minSendRate)*time.Second))
 }
 
 // refusedBefore is the outcome of a chunked transaction whose MAIL or RCPT
