@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"mime/quotedprintable"
 	"path"
 	"strings"
 	"time"
@@ -159,9 +158,8 @@ func writeTextPart(w *bytes.Buffer, ctype, body string) {
 	writeHeader(w, "Content-Type", ctype)
 	writeHeader(w, "Content-Transfer-Encoding", "quoted-printable")
 	w.WriteString("\r\n")
-	qp := quotedprintable.NewWriter(w)
-	_, _ = qp.Write([]byte(body))
-	_ = qp.Close()
+	w.Grow(len(body) + len(body)/8 + 64) // room for most bodies' escapes and soft breaks
+	w.Write(appendQP(w.AvailableBuffer(), body))
 	w.WriteString("\r\n")
 }
 
