@@ -16,9 +16,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-sasl"
 	gosmtp "github.com/emersion/go-smtp"
+
+	"sendstream/sinks/email"
+	sendsmtp "sendstream/sinks/email/smtp"
 )
 
 // start runs a sink on free loopback ports with its store in dir and stops it
@@ -258,6 +262,32 @@ func TestRawRoundTrips(t *testing.T) {
 	for _, path := range []string{"/messages/ffff-0000.eml", "/messages/..%2findex.json", "/messages/nope", "/api/messages/ffff"} {
 		if resp, _ := get(t, s.InboxURL()+path); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s: %s, want 404", path, resp.Status)
+		}
+	}
+}
+
+// The service's own SMTP provider, as under make run: a one-recipient
+// message goes in one BDAT chunk (the sink offers CHUNKING), a
+// two-recipient one through DATA; both arrive byte for byte.
+func TestProviderChunkedAndDataArriveWhole(t *testing.T) {
+	s := start(t, Config{})
+	p, err := sendsmtp.New(sendsmtp.Config{Addr: s.SMTPAddr(), TLS: sendsmtp.TLSNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i, rcpts := range [][]string{{"b@example.com"}, {"b@example.com", "c@example.com"}} {
+		msg := "From: a@example.com\r\nTo: b@example.com\r\nSubject: provider " + strings.Repeat("I", i+1) + "\r\n\r\n" +
+			".leading dot\r\nnon-ASCII: grüße\r\n" + strings.Repeat("x", 900) + "\r\n.\r\nend\r\n"
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := p.Send(ctx, &email.Message{ID: "m", From: "a@example.com", Recipients: rcpts, Raw: []byte(msg)})
+		cancel()
+		if err != nil {
+			t.Fatalf("send to %v: %v", rcpts, err)
+		}
+		id := list(t, s, "")[0].ID
+		if resp, raw := get(t, s.InboxURL()+"/messages/"+id+".eml"); string(raw) != msg {
+			t.Fatalf("to %v: GET %s.eml: %s\n%q\nwant\n%q", rcpts, id, resp.Status, raw, msg)
 		}
 	}
 }
