@@ -626,16 +626,13 @@ func (s *Stage) claim(ctx context.Context, ids []string) (map[string]string, err
 	if err != nil {
 		return nil, fmt.Errorf("claim messages: %w", err)
 	}
-	if len(out) == len(ids) {
-		return out, nil
-	}
-	rest := make([]string, 0, len(ids)-len(out))
+	var rest []string
 	for _, id := range ids {
 		if _, ok := out[id]; !ok {
 			rest = append(rest, id)
 		}
 	}
-	if len(rest) == 0 { // an id given twice
+	if len(rest) == 0 {
 		return out, nil
 	}
 	rows, err = s.pg.Query(ctx, sqlClaim, rest, s.token, s.cfg.ClaimLease.Seconds())
