@@ -41,6 +41,13 @@ func TestAppendLines(t *testing.T) {
 // extension lines, then script. It returns the address.
 func scripted(t *testing.T, exts []string, script func(r *bufio.Reader, w io.Writer)) string {
 	t.Helper()
+	return sessions(t, 1, exts, func(_ int, r *bufio.Reader, nc net.Conn) { script(r, nc) })
+}
+
+// sessions is scripted for n connections, one after the other: session i
+// runs script(i, r, nc) and its connection closes when script returns.
+func sessions(t *testing.T, n int, exts []string, script func(i int, r *bufio.Reader, nc net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -49,25 +56,29 @@ func scripted(t *testing.T, exts []string, script func(r *bufio.Reader, w io.Wri
 	t.Cleanup(func() { _ = ln.Close(); <-done })
 	go func() {
 		defer close(done)
-		nc, err := ln.Accept()
-		if err != nil {
-			return
+		for i := range n {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			func() {
+				defer nc.Close()
+				_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+				r := bufio.NewReader(nc)
+				io.WriteString(nc, "220 scripted ESMTP\r\n")
+				line, _ := r.ReadString('\n')
+				if !strings.HasPrefix(line, "EHLO ") {
+					t.Errorf("first command %q, want EHLO", line)
+					return
+				}
+				reply := "250-scripted hello"
+				for _, e := range exts {
+					reply += "\r\n250-" + e
+				}
+				io.WriteString(nc, reply+"\r\n250 HELP\r\n")
+				script(i, r, nc)
+			}()
 		}
-		defer nc.Close()
-		_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-		r := bufio.NewReader(nc)
-		io.WriteString(nc, "220 scripted ESMTP\r\n")
-		line, _ := r.ReadString('\n')
-		if !strings.HasPrefix(line, "EHLO ") {
-			t.Errorf("first command %q, want EHLO", line)
-			return
-		}
-		reply := "250-scripted hello"
-		for _, e := range exts {
-			reply += "\r\n250-" + e
-		}
-		io.WriteString(nc, reply+"\r\n250 HELP\r\n")
-		script(r, nc)
 	}()
 	return ln.Addr().String()
 }
@@ -411,35 +422,17 @@ func TestChunkedRefusalsKeepTheSessionInStep(t *testing.T) {
 // relay might otherwise have taken before the connection failed): the
 // message goes out on a fresh connection with a single attempt.
 func TestIdleConnectionClosedByRelayIsNotUsed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	closed := make(chan struct{})
-	var sessions []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for n := 0; n < 2; n++ {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-			r := bufio.NewReader(nc)
-			io.WriteString(nc, "220 relay\r\n")
-			r.ReadString('\n')
-			io.WriteString(nc, "250-relay\r\n250-PIPELINING\r\n250 CHUNKING\r\n")
-			cmds, _ := chunkedRelay(t, r, nc, "250 ok\r\n250 ok\r\n250 queued\r\n")
-			sessions = append(sessions, cmds[0])
+	began := make(chan string, 2) // each session's first command
+	addr := sessions(t, 2, []string{"PIPELINING", "CHUNKING"}, func(i int, r *bufio.Reader, nc net.Conn) {
+		cmds, _ := chunkedRelay(t, r, nc, "250 ok\r\n250 ok\r\n250 queued\r\n")
+		began <- strings.Join(cmds[:min(len(cmds), 1)], "")
+		if i == 0 {
 			nc.Close()
-			if n == 0 {
-				close(closed)
-			}
+			close(closed)
 		}
-	}()
-	p := newProvider(t, Config{Addr: ln.Addr().String(), TLS: TLSNone, MaxAttempts: 1, PoolSize: 1, Timeout: 5 * time.Second})
+	})
+	p := newProvider(t, Config{Addr: addr, TLS: TLSNone, MaxAttempts: 1, PoolSize: 1, Timeout: 5 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i, from := range []string{"first@x.test", "second@x.test"} {
@@ -453,8 +446,8 @@ func TestIdleConnectionClosedByRelayIsNotUsed(t *testing.T) {
 			t.Fatalf("send from %s with one attempt: %v", from, err)
 		}
 	}
-	<-done
-	if len(sessions) != 2 || !strings.Contains(sessions[1], "second@x.test") {
-		t.Errorf("sessions began %q, want the second message on a second connection", sessions)
+	first, second := <-began, <-began
+	if !strings.Contains(first, "first@x.test") || !strings.Contains(second, "second@x.test") {
+		t.Errorf("sessions began %q and %q, want the second message on a second connection", first, second)
 	}
 }
