@@ -109,6 +109,10 @@ type Template struct {
 	root render.Node
 	cfg  *render.Config
 	vars []string // every variable path read, sorted, without duplicates
+	// fast is the template translated for renderFast; nil (with fastOK
+	// false) when it uses more of Liquid than renderFast knows.
+	fast   []fastNode
+	fastOK bool
 	// lastLen is the length of the latest output: the next output's buffer
 	// starts that large (plus an eighth), so it rarely regrows.
 	lastLen atomic.Int64
@@ -185,7 +189,8 @@ func (e *Engine) parse(src string, mode Mode) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Template{mode: mode, root: root, cfg: &e.cfg, vars: vars}, nil
+	fast, ok := translate(root, mode)
+	return &Template{mode: mode, root: root, cfg: &e.cfg, vars: vars, fast: fast, fastOK: ok}, nil
 }
 
 // Render renders the template with b. A *RenderError reports a failure of
@@ -195,10 +200,20 @@ func (t *Template) Render(b Bindings) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var out strings.Builder
-	if n := t.lastLen.Load(); n > 0 {
-		out.Grow(int(n + n/8))
+	n := t.lastLen.Load()
+	if t.fastOK {
+		if out, ok := renderFast(make([]byte, 0, n+n/8), t.fast, b.m); ok {
+			t.lastLen.Store(int64(len(out)))
+			return bytesString(out), nil
+		}
 	}
+	return t.renderLiquid(b, n)
+}
+
+// renderLiquid renders through osteele/liquid; n is the expected size.
+func (t *Template) renderLiquid(b Bindings, n int64) (string, error) {
+	var out strings.Builder
+	out.Grow(int(n + n/8))
 	if err := render.Render(t.root, &out, b.m, *t.cfg); err != nil {
 		return "", &RenderError{Msg: cleanMessage(err.Error())}
 	}
