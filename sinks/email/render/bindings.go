@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/buger/jsonparser"
@@ -142,14 +143,115 @@ func (b Bindings) Resolved(path string) bool {
 }
 
 // Unresolved returns the paths of vars that Resolved rejects, in order.
+// Raw bindings look all data paths up in one walk of the JSON.
 func (b Bindings) Unresolved(vars []string) []string {
+	var data []bool // raw bindings: whether each data path resolved
+	if b.raw != nil {
+		data = rawResolvedAll(b.raw, vars)
+	}
 	var out []string
-	for _, v := range vars {
-		if !b.Resolved(v) {
+	for i, v := range vars {
+		var ok bool
+		if data != nil && isDataPath(v) {
+			ok = data[i]
+		} else {
+			ok = b.Resolved(v)
+		}
+		if !ok {
 			out = append(out, v)
 		}
 	}
 	return out
+}
+
+// isDataPath reports a path that looks into the data (not the contact or
+// the custom fields).
+func isDataPath(path string) bool {
+	root, _, _ := strings.Cut(path, ".")
+	return root != RootContact && root != RootCustomField
+}
+
+// rawResolvedAll is rawResolved for each data path of vars at once (other
+// paths get false): every object on the way is scanned once, for all the
+// paths that go through it.
+func rawResolvedAll(obj []byte, vars []string) []bool {
+	res := make([]bool, len(vars))
+	parts := make([][]string, len(vars))
+	group := make([]int, 0, len(vars))
+	for i, v := range vars {
+		if !isDataPath(v) {
+			continue
+		}
+		p := strings.Split(v, ".")
+		if p[0] == RootData {
+			p = p[1:]
+		}
+		if len(p) == 0 { // data itself
+			res[i] = true
+			continue
+		}
+		parts[i] = p
+		group = append(group, i)
+	}
+	resolveLevel(obj, parts, group, 0, res)
+	return res
+}
+
+// resolveLevel settles the paths in group (indexes into parts) whose step
+// depth is a key of obj: a path resolves when its last step holds a value
+// that is not null; one that goes on needs an object there, scanned next
+// for all the paths through it. The last of repeated keys wins.
+func resolveLevel(obj []byte, parts [][]string, group []int, depth int, res []bool) {
+	type hit struct {
+		v  []byte
+		t  jsonparser.ValueType
+		ok bool
+	}
+	hits := make([]hit, len(group))
+	err := jsonparser.ObjectEach(obj, func(k, v []byte, vt jsonparser.ValueType, _ int) error {
+		key := k
+		if bytes.IndexByte(k, '\\') >= 0 {
+			s, err := jsonparser.ParseString(k)
+			if err != nil {
+				return err
+			}
+			key = []byte(s)
+		}
+		for gi, pi := range group {
+			if parts[pi][depth] == string(key) {
+				hits[gi] = hit{v, vt, true}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	type branch struct {
+		key  string
+		v    []byte
+		next []int
+	}
+	var branches []branch
+	for gi, pi := range group {
+		h := hits[gi]
+		switch {
+		case !h.ok || h.t == jsonparser.Null:
+		case depth == len(parts[pi])-1:
+			res[pi] = true
+		case h.t == jsonparser.Object:
+			key := parts[pi][depth]
+			at := slices.IndexFunc(branches, func(b branch) bool { return b.key == key })
+			if at < 0 {
+				branches = append(branches, branch{key: key, v: h.v})
+				at = len(branches) - 1
+			}
+			branches[at].next = append(branches[at].next, pi)
+		}
+	}
+	for _, b := range branches {
+		resolveLevel(b.v, parts, b.next, depth+1, res)
+	}
 }
 
 // rawResolved is Resolved's walk over a JSON object not decoded: each

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -462,6 +463,9 @@ func checkRaw(t *testing.T, doc string) {
 			t.Errorf("data %s, path %q: raw bindings say %v, decoded %v", doc, p, g, w)
 		}
 	}
+	if w, g := want.Unresolved(rawPaths), raw.Unresolved(rawPaths); !slices.Equal(w, g) {
+		t.Errorf("data %s: raw bindings leave %q unresolved, decoded %q", doc, g, w)
+	}
 }
 
 func TestRawBindingsResolveAsDecoded(t *testing.T) {
@@ -503,5 +507,26 @@ func TestRawBindingsRender(t *testing.T) {
 	}
 	if want.Subject != "Order 7 for Ada" || !strings.Contains(want.HTML, "&lt;b&gt;hi&lt;/b&gt; pro 1,2,") {
 		t.Errorf("rendered %+v", want)
+	}
+}
+
+// BenchmarkUnresolvedRaw checks the receipt's variables against its data
+// as JSON, the way a send does.
+func BenchmarkUnresolvedRaw(b *testing.B) {
+	src, err := os.ReadFile("../../../bench/receipt.html")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := NewEngine(0).Compile(Source{Subject: "Your order {{ order.number }} is confirmed", HTML: string(src)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bind := NewRawBindings([]byte(receiptData), &Contact{Email: "a@x.io"}, nil)
+	vars := c.Variables()
+	b.ReportAllocs()
+	for b.Loop() {
+		if u := bind.Unresolved(vars); len(u) != 0 {
+			b.Fatal(u)
+		}
 	}
 }
