@@ -209,15 +209,21 @@ func TextFromHTML(h string) string {
 				}
 			}
 			href = ""
-		case closing && blockEnd[name]:
+		case closing && endsBlock(name):
 			b.WriteByte('\n')
 		}
 	}
 	return tidyText(html.UnescapeString(b.String()))
 }
 
-var blockEnd = map[string]bool{"p": true, "div": true, "h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true,
-	"li": true, "tr": true, "table": true, "blockquote": true, "section": true, "article": true, "header": true, "footer": true}
+// endsBlock reports the elements whose end tag ends a line of text.
+func endsBlock(name string) bool {
+	switch name {
+	case "p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "table", "blockquote", "section", "article", "header", "footer":
+		return true
+	}
+	return false
+}
 
 // tagName returns the element name at the start of a tag's text.
 func tagName(t string) string {
@@ -307,24 +313,29 @@ func tidyText(s string) string {
 		}
 		n := b.Len()
 		space := false // a space is owed before the next word
-		for j := 0; j < len(line); j++ {
-			switch c := line[j]; c {
-			case ' ', '\t', '\r':
+		for j := 0; j < len(line); {
+			if isBlank(line[j]) {
 				space = b.Len() > n
-			default:
-				if b.Len() == n && started { // the line's first word
-					b.WriteByte('\n')
-					if blank > 0 {
-						b.WriteByte('\n')
-					}
-					n = b.Len()
-				}
-				if space {
-					b.WriteByte(' ')
-					space = false
-				}
-				b.WriteByte(c)
+				j++
+				continue
 			}
+			k := j + 1 // the word is line[j:k]
+			for k < len(line) && !isBlank(line[k]) {
+				k++
+			}
+			if b.Len() == n && started { // the line's first word
+				b.WriteByte('\n')
+				if blank > 0 {
+					b.WriteByte('\n')
+				}
+				n = b.Len()
+			}
+			if space {
+				b.WriteByte(' ')
+				space = false
+			}
+			b.WriteString(line[j:k])
+			j = k
 		}
 		switch {
 		case b.Len() > n:
@@ -339,3 +350,6 @@ func tidyText(s string) string {
 	b.WriteByte('\n')
 	return b.String()
 }
+
+// isBlank reports the spaces tidyText collapses within a line.
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }

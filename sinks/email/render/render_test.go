@@ -530,3 +530,28 @@ func BenchmarkUnresolvedRaw(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTextFromHTML derives the text part of the rendered receipt.
+func BenchmarkTextFromHTML(b *testing.B) {
+	src, err := os.ReadFile("../../../bench/receipt.html")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := NewEngine(0).Compile(Source{Subject: "s", HTML: string(src)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, _, err := DecodeData([]byte(receiptData))
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := c.Render(NewBindings(data, nil, nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(out.HTML)))
+	b.ReportAllocs()
+	for b.Loop() {
+		TextFromHTML(out.HTML)
+	}
+}
