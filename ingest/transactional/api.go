@@ -45,7 +45,7 @@ func (a *api) send(c *ingest.Call) ingest.Result {
 	if out.refused != nil {
 		return refusalResult(out.refused)
 	}
-	res := ingest.Result{Status: out.status, Body: out.answer, Produced: schemas.Produced{
+	res := ingest.Result{Status: out.status, Raw: out.answer.appendJSON(make([]byte, 0, 256)), RawJSON: true, Produced: schemas.Produced{
 		MessageIDs: []string{out.answer.ID}, Recipient: req.To, ExternalID: req.ExternalID,
 	}}
 	if out.answer.ContactID != nil {

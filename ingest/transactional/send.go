@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -460,6 +461,42 @@ type sendAnswer struct {
 	ContactID    *string  `json:"contactId,omitempty"`
 	Deduplicated bool     `json:"deduplicated"`
 	Warnings     []string `json:"warnings"`
+}
+
+// appendJSON appends the answer as encoding/json encodes it.
+func (a *sendAnswer) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = schemas.AppendJSONString(b, a.ID)
+	b = append(b, `,"status":`...)
+	b = schemas.AppendJSONString(b, a.Status)
+	b = append(b, `,"to":`...)
+	b = schemas.AppendJSONString(b, a.To)
+	b = append(b, `,"messageId":`...)
+	b = schemas.AppendJSONString(b, a.MessageID)
+	if a.ExternalID != nil {
+		b = append(b, `,"externalId":`...)
+		b = schemas.AppendJSONString(b, *a.ExternalID)
+	}
+	if a.ContactID != nil {
+		b = append(b, `,"contactId":`...)
+		b = schemas.AppendJSONString(b, *a.ContactID)
+	}
+	b = append(b, `,"deduplicated":`...)
+	b = strconv.AppendBool(b, a.Deduplicated)
+	b = append(b, `,"warnings":`...)
+	if a.Warnings == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, w := range a.Warnings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = schemas.AppendJSONString(b, w)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }
 
 // sendOutcome is what send decided: the answer, its status, the envelopes to
