@@ -61,7 +61,12 @@ func (p *SendPayload) set(key string, v []byte) error {
 	case "bcc":
 		return unmarshalMember(key, v, &p.Bcc)
 	case "policy":
-		return unmarshalMember(key, v, &p.Policy)
+		r, err := DecodePolicyRef(v)
+		if err != nil {
+			return fmt.Errorf("send payload: %w", err)
+		}
+		p.Policy = r
+		return nil
 	case "templateVersion":
 		return unmarshalMember(key, v, &p.TemplateVersion)
 	case "contact":

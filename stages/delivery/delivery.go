@@ -26,7 +26,6 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -762,13 +761,17 @@ func (s *Stage) publishOutputs(ctx context.Context, outs []outcome, at map[strin
 		if o.status == schemas.MessageSent && len(o.refused) > 0 {
 			sp.Detail = "refused copies: " + strings.Join(o.refused, ", ")
 		}
-		sb, _ := json.Marshal(sp)
+		sb, err := schemas.AppendStatusPayload(make([]byte, 0, 256), &sp)
+		if err != nil {
+			s.log.Error("encode status payload", "messageId", p.MessageID, "err", err)
+			continue
+		}
 		statuses = append(statuses, schemas.Envelope{ID: schemas.ChildID(p.MessageID, schemas.TypeTransactionalStatus+"/"+o.status, 0),
 			Workspace: ws, Type: schemas.TypeTransactionalStatus, Key: key, OccurredAt: when, CausationID: o.j.env.ID,
 			Traceparent: o.j.env.Traceparent, Payload: sb})
 		if o.status == schemas.MessageSent {
-			hb, _ := json.Marshal(schemas.MessageEventData{MessageID: p.MessageID, RFCMessageID: p.RFCMessageID, Email: p.To,
-				ExternalID: p.ExternalID, Provider: provider, OccurredAt: when})
+			hb, _ := schemas.AppendMessageEventData(make([]byte, 0, 192), &schemas.MessageEventData{MessageID: p.MessageID,
+				RFCMessageID: p.RFCMessageID, Email: p.To, ExternalID: p.ExternalID, Provider: provider, OccurredAt: when})
 			hooks = append(hooks, schemas.Envelope{ID: schemas.ChildID(p.MessageID, schemas.TypeWebhookTransactionalSent, 0),
 				Workspace: ws, Type: schemas.TypeWebhookTransactionalSent, Key: key, OccurredAt: when, CausationID: o.j.env.ID,
 				Traceparent: o.j.env.Traceparent, Payload: hb})

@@ -13,7 +13,6 @@ package messagelog
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -82,10 +81,7 @@ type sendFields struct {
 	To         string `json:"to"`
 	ExternalID string `json:"externalId"`
 	TemplateID string `json:"templateId"`
-	Policy     struct {
-		ID       string `json:"id"`
-		Provider string `json:"provider"`
-	} `json:"policy"`
+	Policy     schemas.PolicyRef
 }
 
 // errSendFieldsRead stops the member scan of decodeSendFields.
@@ -108,7 +104,9 @@ func decodeSendFields(payload []byte) (sendFields, error) {
 			if t != jsonparser.Object {
 				return errors.New("policy is not an object")
 			}
-			return json.Unmarshal(v, &p.Policy)
+			pol, err := schemas.DecodePolicyRef(v)
+			p.Policy = pol
+			return err
 		case "subject", "preheader", "html", "text", "data", "contact", "attachments":
 			return errSendFieldsRead
 		}
@@ -147,8 +145,8 @@ func Decode(env schemas.Envelope, now time.Time) (Row, bool, error) {
 		r.MessageID, r.Status, r.At = env.ID, schemas.MessageQueued, env.OccurredAt.UTC()
 		r.Recipient, r.ExternalID, r.TemplateID, r.PolicyID, r.Provider = p.To, p.ExternalID, p.TemplateID, p.Policy.ID, p.Policy.Provider
 	case schemas.TypeTransactionalStatus:
-		var p schemas.StatusPayload
-		if err := json.Unmarshal(env.Payload, &p); err != nil {
+		p, err := schemas.DecodeStatusPayload(env.Payload)
+		if err != nil {
 			return r, false, fmt.Errorf("messagelog: envelope %s: %w", env.ID, err)
 		}
 		r.MessageID, r.Status, r.At = p.MessageID, p.Status, p.At.UTC()
