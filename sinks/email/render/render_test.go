@@ -356,22 +356,30 @@ func BenchmarkDecodeData(b *testing.B) {
 // receipt.
 const receiptData = `{"name":"Ada","order":{"number":"100001","date":"2025-01-02","currency":"EUR","total":"86.50","items":[{"name":"Green tea, 250 g","quantity":2,"price":"12.50"},{"name":"Ceramic teapot <blue>","quantity":1,"price":"49.00"},{"name":"Bamboo whisk","quantity":1,"price":"12.50"}]},"address":{"line1":"12 Example Street","city":"Berlin","zip":"10115"}}`
 
-// BenchmarkRenderReceipt renders the transactional benchmarks' receipt
-// (bench/receipt.html: about 2 KB of HTML, 17 escaped values, a loop) the
-// way the delivery stage does.
-func BenchmarkRenderReceipt(b *testing.B) {
+// receipt compiles the transactional benchmarks' receipt (bench/receipt.html:
+// about 2 KB of HTML, 17 escaped values, a loop) with their subject, and
+// decodes its data.
+func receipt(tb testing.TB) (*Compiled, map[string]any) {
+	tb.Helper()
 	src, err := os.ReadFile("../../../bench/receipt.html")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	c, err := NewEngine(0).Compile(Source{Subject: "Your order {{ order.number }} is confirmed", HTML: string(src)})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	data, _, err := DecodeData([]byte(receiptData))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	return c, data
+}
+
+// BenchmarkRenderReceipt renders the receipt the way the delivery stage
+// does.
+func BenchmarkRenderReceipt(b *testing.B) {
+	c, data := receipt(b)
 	bind := NewBindings(data, nil, nil)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -513,14 +521,7 @@ func TestRawBindingsRender(t *testing.T) {
 // BenchmarkUnresolvedRaw checks the receipt's variables against its data
 // as JSON, the way a send does.
 func BenchmarkUnresolvedRaw(b *testing.B) {
-	src, err := os.ReadFile("../../../bench/receipt.html")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := NewEngine(0).Compile(Source{Subject: "Your order {{ order.number }} is confirmed", HTML: string(src)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, _ := receipt(b)
 	bind := NewRawBindings([]byte(receiptData), &Contact{Email: "a@x.io"}, nil)
 	vars := c.Variables()
 	b.ReportAllocs()
@@ -533,18 +534,7 @@ func BenchmarkUnresolvedRaw(b *testing.B) {
 
 // BenchmarkTextFromHTML derives the text part of the rendered receipt.
 func BenchmarkTextFromHTML(b *testing.B) {
-	src, err := os.ReadFile("../../../bench/receipt.html")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := NewEngine(0).Compile(Source{Subject: "s", HTML: string(src)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	data, _, err := DecodeData([]byte(receiptData))
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, data := receipt(b)
 	out, err := c.Render(NewBindings(data, nil, nil))
 	if err != nil {
 		b.Fatal(err)
