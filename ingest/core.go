@@ -71,14 +71,12 @@ func appendMe(b []byte, p Principal) []byte {
 	b = schemas.AppendJSONString(b, p.KeyID)
 	b = append(b, `,"kind":`...)
 	b = schemas.AppendJSONString(b, p.Kind)
-	b = append(b, `,"scopes":[`...)
-	for i, sc := range p.Scopes {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = schemas.AppendJSONString(b, sc)
+	scopes := p.Scopes
+	if scopes == nil {
+		scopes = []string{} // full access: an empty list, never null
 	}
-	b = append(b, `],"fullAccess":`...)
+	b = schemas.AppendJSONStrings(append(b, `,"scopes":`...), scopes)
+	b = append(b, `,"fullAccess":`...)
 	b = strconv.AppendBool(b, len(p.Scopes) == 0)
 	return append(b, "}}"...)
 }

@@ -94,7 +94,16 @@ func appendStrings(b []byte, key string, list []string) []byte {
 	if len(list) == 0 {
 		return b
 	}
-	b = append(appendKey(b, ',', key), '[')
+	return AppendJSONStrings(appendKey(b, ',', key), list)
+}
+
+// AppendJSONStrings appends list as encoding/json encodes a []string: null
+// when it is nil.
+func AppendJSONStrings(b []byte, list []string) []byte {
+	if list == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
 	for i, s := range list {
 		if i > 0 {
 			b = append(b, ',')

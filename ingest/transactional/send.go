@@ -483,19 +483,7 @@ func (a *sendAnswer) appendJSON(b []byte) []byte {
 	}
 	b = append(b, `,"deduplicated":`...)
 	b = strconv.AppendBool(b, a.Deduplicated)
-	b = append(b, `,"warnings":`...)
-	if a.Warnings == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, w := range a.Warnings {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = schemas.AppendJSONString(b, w)
-		}
-		b = append(b, ']')
-	}
+	b = schemas.AppendJSONStrings(append(b, `,"warnings":`...), a.Warnings)
 	return append(b, '}')
 }
 
