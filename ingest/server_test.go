@@ -93,7 +93,13 @@ func TestMeAndOpenAPI(t *testing.T) {
 	if !bytes.Contains(payload, append([]byte(`"responseBody":`), b...)) {
 		t.Fatalf("me's record does not hold the answer %s as JSON: %s", b, payload)
 	}
+	if !bytes.Contains(b, []byte(`"scopes":[],"fullAccess":true`)) {
+		t.Fatalf("a full-access key's scopes are not an empty list: %s", b)
+	}
 	_, scoped := h.NewWorkspace(t, ingesttest.WorkspaceOpts{Scopes: []string{"contacts:read"}})
+	if st, b := h.Do("GET", "/api/v1/me", scoped, nil); st != 200 || !bytes.Contains(b, []byte(`"scopes":["contacts:read"],"fullAccess":false`)) {
+		t.Fatalf("me with a scoped key: %d %s", st, b)
+	}
 	st, b = h.Do("GET", "/api/v1/openapi.json", scoped, nil)
 	if st != 200 || !bytes.Contains(b, []byte(`"openapi":"3.1.0"`)) || !bytes.Contains(b, []byte(h.URL+"/api")) {
 		t.Fatalf("openapi.json with a scoped key: %d %.200s", st, b)
