@@ -11,10 +11,10 @@ import (
 // This file renders the templates most email uses without osteele/liquid's
 // evaluator: text, {{ path }} and {{ path | default: literal }}, for loops
 // over a path (with forloop.* and an else clause), if / elsif / else /
-// unless on a path's truth, and comments. The parsed tree is translated
+// unless on a path's truth or its == or != to a literal, and comments. The parsed tree is translated
 // once, at parse time, into fastNodes; a template that uses anything else
-// (another tag or filter, whitespace control, a literal or comparison in a
-// test, a loop's modifiers) gets none and renders through the library. At run
+// (another tag or filter, whitespace control, another comparison or and/or
+// in a test, a loop's modifiers) gets none and renders through the library. At run
 // time a value outside the JSON types (a map written out, an index into a
 // map, …) also hands the whole render back to the library, so the output is
 // always the library's. TestFastMatchesLiquid checks that over generated
@@ -42,10 +42,13 @@ type fastNode struct {
 	branches []fastBranch // fastIf
 }
 
-// fastBranch is one branch of an if: body renders when test's value is
-// truthy (falsy with negate, for unless); an else has no test.
+// fastBranch is one branch of an if: body renders when the test holds
+// (does not hold, with negate: unless); an else has no test. The test is
+// test's value being truthy, or with op, its comparison with lit.
 type fastBranch struct {
 	test   *fastExpr
+	op     string // "", "==" or "!="
+	lit    any    // string or int
 	negate bool
 	body   []fastNode
 }
@@ -140,11 +143,11 @@ func appendFastBlock(out *[]fastNode, n *render.BlockNode, mode Mode, loops int)
 			var br fastBranch
 			switch {
 			case i == 0 || cl.Name == "elsif":
-				e, ok := parseFastExpr(cl.Args, false)
-				if !ok {
+				var ok bool
+				if br, ok = parseFastTest(cl.Args); !ok {
 					return false
 				}
-				br.test, br.negate = &e, i == 0 && n.Name == "unless"
+				br.negate = i == 0 && n.Name == "unless"
 			case cl.Name != "else":
 				return false
 			}
@@ -158,6 +161,27 @@ func appendFastBlock(out *[]fastNode, n *render.BlockNode, mode Mode, loops int)
 		return true
 	}
 	return false
+}
+
+// parseFastTest parses an if's test: "path", or "path == literal" or
+// "path != literal" with a string or integer literal.
+func parseFastTest(args string) (fastBranch, bool) {
+	var br fastBranch
+	i := strings.Index(args, "==")
+	if j := strings.Index(args, "!="); j >= 0 && (i < 0 || j < i) {
+		i = j
+	}
+	path := args
+	if i >= 0 {
+		var ok bool
+		path, br.op = args[:i], args[i:i+2]
+		if br.lit, ok = parseFastLiteral(strings.TrimSpace(args[i+2:])); !ok {
+			return br, false
+		}
+	}
+	e, ok := parseFastExpr(path, false)
+	br.test = &e
+	return br, ok
 }
 
 // parseFastLoop parses "item in path".
@@ -367,7 +391,14 @@ func (r *fastRun) cond(dst []byte, n *fastNode) ([]byte, bool) {
 			if !ok {
 				return dst, false
 			}
-			if (v != nil && v != false) == b.negate {
+			holds := v != nil && v != false
+			if b.op != "" {
+				if holds, ok = fastEqual(v, b.lit); !ok {
+					return dst, false
+				}
+				holds = holds == (b.op == "==")
+			}
+			if holds == b.negate {
 				continue
 			}
 		}
@@ -467,6 +498,29 @@ func listProp(x []any, key string) any {
 		return x[len(x)-1]
 	}
 	return nil
+}
+
+// fastEqual is the library's == between a JSON value and a string or int
+// literal: strings by their bytes, numbers by their value, nothing else
+// equal to either.
+func fastEqual(v, lit any) (bool, bool) {
+	switch x := v.(type) {
+	case string:
+		l, ok := lit.(string)
+		return ok && x == l, true
+	case int:
+		l, ok := lit.(int)
+		return ok && x == l, true
+	case int64:
+		l, ok := lit.(int)
+		return ok && x == int64(l), true
+	case float64:
+		l, ok := lit.(int)
+		return ok && x == float64(l), true
+	case nil, bool, []any, map[string]any:
+		return false, true
+	}
+	return false, false
 }
 
 // fastEmpty is the default filter's test: nil, false, or an empty string,

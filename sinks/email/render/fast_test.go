@@ -109,7 +109,9 @@ func TestFastSubset(t *testing.T) {
 		{`{{ name | upcase }}`, HTML, false}, // another filter
 		{`{{ name | escape }}`, HTML, false}, // left unescaped by escapeObjects
 		{`{{ list.size }} {{ list.first }} {{ name.size }}`, Text, true},
-		{`{% if a == "b" %}x{% endif %}`, HTML, false}, // a comparison
+		{`{% if a == "b" %}x{% elsif n != 2 %}y{% endif %}`, HTML, true},
+		{`{% if a > 1 %}x{% endif %}`, HTML, false},          // another comparison
+		{`{% if a == "b" and c %}x{% endif %}`, HTML, false}, // and/or
 		{`{% for x in a reversed %}{% endfor %}`, HTML, false},
 		{`{% for x in (1..3) %}{{ x }}{% endfor %}`, Text, false},
 		{`{% assign y = 1 %}{{ y }}`, Text, false},
@@ -123,6 +125,33 @@ func TestFastSubset(t *testing.T) {
 		}
 		if tpl.fastOK != c.fast {
 			t.Errorf("%.60q: fast path %v, want %v", c.src, tpl.fastOK, c.fast)
+		}
+	}
+	// So does every part of the documented example template.
+	raw, err := os.ReadFile("../../../deploy/examples/template.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type parts struct{ Subject, Preheader, HTML, Text string }
+	var example struct {
+		parts
+		Translations map[string]parts
+	}
+	if err := json.Unmarshal(raw, &example); err != nil {
+		t.Fatal(err)
+	}
+	all := []parts{example.parts}
+	for _, tr := range example.Translations {
+		all = append(all, tr)
+	}
+	for _, p := range all {
+		for src, mode := range map[string]Mode{p.Subject: Text, p.Preheader: Text, p.HTML: HTML, p.Text: Text} {
+			if src == "" {
+				continue
+			}
+			if tpl, err := e.Parse(src, mode); err != nil || !tpl.fastOK {
+				t.Errorf("example template part %.60q: not on the fast path (%v)", src, err)
+			}
 		}
 	}
 	// The receipt renders on the fast path with its data, too.
@@ -199,6 +228,15 @@ func (g *tplGen) path() string {
 	return g.pick(genPaths)
 }
 
+// test is an if's test: a path, or a path compared with a literal.
+func (g *tplGen) test() string {
+	if g.rng.IntN(2) == 0 {
+		return g.path()
+	}
+	return g.path() + g.pick([]string{" == ", " != ", "=="}) +
+		g.pick([]string{`"Ada"`, `""`, `'Zoë'`, `2`, `0`, `-7`, `3`, `"2"`, `"true"`, `123456789`})
+}
+
 func (g *tplGen) nodes(depth int) string {
 	var b strings.Builder
 	for n := g.rng.IntN(5) + 1; n > 0; n-- {
@@ -240,9 +278,9 @@ func (g *tplGen) node(depth int) string {
 		return "{% for " + v + " in " + coll + " %}" + body + els + "{% endfor %}"
 	default:
 		tag := g.pick([]string{"if", "if", "unless"})
-		s := "{% " + tag + " " + g.path() + " %}" + g.nodes(depth-1)
+		s := "{% " + tag + " " + g.test() + " %}" + g.nodes(depth-1)
 		if tag == "if" && g.rng.IntN(2) == 0 { // unless takes no elsif
-			s += "{% elsif " + g.path() + " %}" + g.nodes(depth-1)
+			s += "{% elsif " + g.test() + " %}" + g.nodes(depth-1)
 		}
 		if g.rng.IntN(2) == 0 {
 			s += "{% else %}" + g.nodes(depth-1)
