@@ -144,6 +144,10 @@ type SendPayload struct {
 	Preheader string `json:"preheader,omitempty"`
 	HTML      string `json:"html"`
 	Text      string `json:"text,omitempty"`
+	// HTMLJSON, when set, is HTML already encoded as a JSON string
+	// (AppendJSONString(nil, HTML)): AppendSendPayload copies it instead of
+	// encoding HTML again. Never decoded.
+	HTMLJSON []byte `json:"-"`
 
 	Data    json.RawMessage   `json:"data,omitempty"` // the request's data object
 	Contact *RecipientContact `json:"contact,omitempty"`

@@ -42,7 +42,11 @@ func AppendSendPayload(b []byte, p *SendPayload) ([]byte, error) {
 	b = appendOptMember(b, "language", p.Language)
 	b = appendMember(b, ',', "subject", p.Subject)
 	b = appendOptMember(b, "preheader", p.Preheader)
-	b = appendMember(b, ',', "html", p.HTML)
+	if p.HTMLJSON != nil {
+		b = append(appendKey(b, ',', "html"), p.HTMLJSON...)
+	} else {
+		b = appendMember(b, ',', "html", p.HTML)
+	}
 	b = appendOptMember(b, "text", p.Text)
 	var err error
 	if len(p.Data) > 0 {

@@ -46,6 +46,14 @@ func TestAppendSendPayloadMatchesJSONMarshal(t *testing.T) {
 			t.Fatalf("AppendSendPayload:\n got %s, %v\nwant prefix%s", got, err, want)
 		}
 	}
+	// With the HTML encoded beforehand, the same bytes.
+	for _, p := range sampleSendPayloads() {
+		want, _ := AppendSendPayload(nil, &p)
+		p.HTMLJSON = AppendJSONString(nil, p.HTML)
+		if got, err := AppendSendPayload(nil, &p); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("with HTMLJSON:\n got %s, %v\nwant %s", got, err, want)
+		}
+	}
 	bad := SendPayload{AcceptedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
 	if _, err := AppendSendPayload(nil, &bad); err == nil {
 		t.Error("a year past 9999 encoded; json.Marshal refuses it")

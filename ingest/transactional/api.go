@@ -14,12 +14,13 @@ import (
 
 // api holds what the handlers need.
 type api struct {
-	svc    *service
-	store  *Store
-	site   string
-	secret string
-	sns    *SNSVerifier
-	log    *slog.Logger
+	svc     *service
+	sources *sourceCache // inline HTML of sends
+	store   *Store
+	site    string
+	secret  string
+	sns     *SNSVerifier
+	log     *slog.Logger
 }
 
 func (a *api) internal(err error) ingest.Result {
@@ -33,11 +34,11 @@ func refusalResult(r *refusal) ingest.Result {
 
 // send is POST /v1/transactional/send (spec 4.2).
 func (a *api) send(c *ingest.Call) ingest.Result {
-	req, errs := parseSend(c.Body)
+	ws := c.Principal.Workspace
+	req, errs := parseSend(c.Body, a.sources, ws)
 	if !errs.empty() {
 		return ingest.Fail(400, codeValidation, errs.message(), errs.fields...)
 	}
-	ws := c.Principal.Workspace
 	out, err := a.svc.send(c.Ctx, ws, c.Principal.WorkspaceName, c.RequestID, req, c.Body)
 	if err != nil {
 		return a.internal(err)
@@ -60,7 +61,7 @@ func (a *api) send(c *ingest.Call) ingest.Result {
 
 // validate is POST /v1/transactional/validate (spec 4.3).
 func (a *api) validate(c *ingest.Call) ingest.Result {
-	req, errs := parseSend(c.Body)
+	req, errs := parseSend(c.Body, nil, "")
 	if !errs.empty() {
 		return ingest.Fail(400, codeValidation, errs.message(), errs.fields...)
 	}

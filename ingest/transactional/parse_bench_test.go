@@ -21,7 +21,7 @@ func BenchmarkParseSend(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, errs := parseSend(body); !errs.empty() {
+		if _, errs := parseSend(body, nil, ""); !errs.empty() {
 			b.Fatal(errs.message())
 		}
 	}

@@ -41,6 +41,9 @@ type sendRequest struct {
 	TemplateID  string
 	HTMLContent string
 	HasHTML     bool
+	// htmlJSON is HTMLContent encoded as a JSON string, when the source
+	// cache has it (the send envelope copies it).
+	htmlJSON    []byte
 	DataRaw     json.RawMessage // the data object as sent; nil when absent
 	ExternalID  string
 	Strict      bool
@@ -107,8 +110,9 @@ func present(m map[string]jv, name string) (jv, bool) {
 
 // parseSend decodes and checks a send-shaped body: one pass over the object
 // (the server already checked the JSON syntax), then each member. errs lists
-// every failing field; the request is usable only when errs is empty.
-func parseSend(body []byte) (*sendRequest, *fieldErrs) {
+// every failing field; the request is usable only when errs is empty. The
+// HTML of workspace ws goes through sources (nil: decoded every time).
+func parseSend(body []byte, sources *sourceCache, ws string) (*sendRequest, *fieldErrs) {
 	errs := &fieldErrs{}
 	m, ok := members(body)
 	if !ok {
@@ -122,10 +126,10 @@ func parseSend(body []byte) (*sendRequest, *fieldErrs) {
 	if v, ok := present(m, "htmlContent"); ok {
 		if v.t != jsonparser.String {
 			errs.add("htmlContent", "must be a string")
-		} else if s, err := jsonparser.ParseString(v.raw); err != nil {
+		} else if s, enc, err := sources.get(ws, v.raw); err != nil {
 			errs.add("htmlContent", "must be a string")
 		} else {
-			r.HTMLContent, r.HasHTML = s, true
+			r.HTMLContent, r.htmlJSON, r.HasHTML = s, enc, true
 		}
 	}
 	if !r.HasHTML && r.TemplateID == "" {

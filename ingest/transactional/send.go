@@ -615,11 +615,16 @@ func (s *service) envelope(p *prepared, id string, at time.Time) (schemas.SendPa
 	}
 	if p.tpl != nil {
 		pl.TemplateID, pl.TemplateVersion = p.tpl.ID, p.tpl.Version
+	} else if p.req.htmlJSON != nil && p.src.HTML == p.req.HTMLContent {
+		pl.HTMLJSON = p.req.htmlJSON
 	}
 	// Sized for the escaped parts (markup's < and > take six bytes each),
 	// so the payload is written without regrowing.
-	size := 1024 + schemas.JSONStringLen(pl.HTML) + schemas.JSONStringLen(pl.Text) + len(pl.Data) +
-		len(pl.Subject) + len(pl.Preheader)
+	htmlLen := len(pl.HTMLJSON)
+	if pl.HTMLJSON == nil {
+		htmlLen = schemas.JSONStringLen(pl.HTML)
+	}
+	size := 1024 + htmlLen + schemas.JSONStringLen(pl.Text) + len(pl.Data) + len(pl.Subject) + len(pl.Preheader)
 	b, err := schemas.AppendSendPayload(make([]byte, 0, size), &pl)
 	if err != nil {
 		return pl, schemas.Envelope{}, nil, err

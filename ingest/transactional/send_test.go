@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
+	"html"
 	"strings"
 	"testing"
 
@@ -150,6 +152,30 @@ func TestSendDeliversTheRenderedMessage(t *testing.T) {
 		}
 		if strings.Contains(string(rl.RequestBody), b64(pdf)[:40]) {
 			t.Error("attachment content in the request log")
+		}
+	}
+}
+
+// TestRepeatedInlineHTMLDeliversEachMessage: sends that repeat a long inline
+// HTML source (kept decoded and encoded by the source cache after the
+// first) each deliver the source rendered with their own data.
+func TestRepeatedInlineHTMLDeliversEachMessage(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	_, key := e.workspace(ingesttest.WorkspaceOpts{})
+	src := `<div style="font-family:Arial">` + strings.Repeat(`<p class="row">Dear {{ name }} & "friends", é</p>`, 20) + `</div>`
+	for i, name := range []string{"Ada <1>", "Grace & 2", "Linus"} {
+		to := fmt.Sprintf("repeat%d@example.test", i)
+		if st, ans := e.send(key, map[string]any{"to": to, "subject": "Hi {{ name }}", "htmlContent": src,
+			"data": map[string]any{"name": name}}); st != 201 {
+			t.Fatalf("send %d: %d %v", i, st, ans)
+		}
+		m := e.waitMessage(to)
+		want := strings.ReplaceAll(src, "{{ name }}", html.EscapeString(name))
+		if got := string(m.leaf("text/html").body); got != want {
+			t.Fatalf("send %d: HTML\n%s\nwant\n%s", i, got, want)
+		}
+		if m.subject() != "Hi "+name {
+			t.Errorf("send %d: subject %q", i, m.subject())
 		}
 	}
 }

@@ -88,12 +88,13 @@ func Routes(d Deps) []ingest.Route {
 	}
 	store := NewStore(d.PG)
 	a := &api{
-		svc:    &service{store: store, contacts: d.Contacts, engine: d.Engine, defFrom: d.DefaultFromEmail, tpls: map[string]*Template{}},
-		store:  store,
-		site:   strings.TrimRight(d.SiteURL, "/"),
-		secret: d.Secret,
-		sns:    d.SNS,
-		log:    d.Logger.With("feature", "transactional"),
+		svc:     &service{store: store, contacts: d.Contacts, engine: d.Engine, defFrom: d.DefaultFromEmail, tpls: map[string]*Template{}},
+		sources: newSourceCache(32 << 20),
+		store:   store,
+		site:    strings.TrimRight(d.SiteURL, "/"),
+		secret:  d.Secret,
+		sns:     d.SNS,
+		log:     d.Logger.With("feature", "transactional"),
 	}
 	route := func(method, path, scope string, limit int, h func(*ingest.Call) ingest.Result) ingest.Route {
 		return ingest.Route{Method: method, Path: path, Credential: ingest.CredKey, Scope: scope, ScopeInError: false,
