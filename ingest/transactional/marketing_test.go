@@ -237,6 +237,28 @@ func TestLanguagesAndTemplateChanges(t *testing.T) {
 			t.Errorf("language %q to %s: %v / %v", c.lang, c.to, a["subject"], a["html"])
 		}
 	}
+	// Sends carry the HTML of the language they render in (the envelope
+	// takes it encoded from a cache per template version and language).
+	for _, lang := range []string{"", "de", "", "de"} {
+		if st, ans := e.send(key, map[string]any{"to": "x@example.test", "templateId": id, "language": lang, "data": map[string]any{"name": "Kim"}}); st != 201 {
+			t.Fatalf("send in %q: %d %v", lang, st, ans)
+		}
+	}
+	sent := e.envelopes(schemas.TopicTransactional, schemas.TypeTransactionalSend, ws)
+	if len(sent) != 4 {
+		t.Fatalf("%d send envelopes, want 4", len(sent))
+	}
+	langs := map[string]int{}
+	for _, env := range sent {
+		p, err := schemas.DecodeSendPayload(env.Payload)
+		langs[p.Language]++
+		if want := map[string]string{"": "<p>Hello</p>", "de": "<p>Hallo</p>"}[p.Language]; err != nil || p.HTML != want {
+			t.Errorf("send in %q: HTML %q (%v)", p.Language, p.HTML, err)
+		}
+	}
+	if langs[""] != 2 || langs["de"] != 2 {
+		t.Errorf("languages of the sends: %v", langs)
+	}
 	// The request's subject overrides the template's.
 	if a := validate(map[string]any{"to": "x@example.test", "templateId": id, "subject": "Custom {{ name }}", "data": map[string]any{"name": "Kim"}}); a["subject"] != "Custom Kim" {
 		t.Errorf("subject override: %v", a["subject"])
@@ -258,9 +280,14 @@ func TestLanguagesAndTemplateChanges(t *testing.T) {
 	if st != 201 {
 		t.Fatalf("send: %d %v", st, ans)
 	}
-	env := e.envelopes(schemas.TopicTransactional, schemas.TypeTransactionalSend, ws)
-	if len(env) != 1 || !strings.Contains(string(env[0].Payload), "Version two") || !strings.Contains(string(env[0].Payload), `"templateVersion":2`) {
-		t.Errorf("envelope does not carry the new version: %v", env)
+	var v2 []schemas.SendPayload
+	for _, env := range e.envelopes(schemas.TopicTransactional, schemas.TypeTransactionalSend, ws) {
+		if p, err := schemas.DecodeSendPayload(env.Payload); err == nil && p.TemplateVersion == 2 {
+			v2 = append(v2, p)
+		}
+	}
+	if len(v2) != 1 || v2[0].Subject != "Version two {{ name }}" || v2[0].HTML != "<p>v2</p>" {
+		t.Errorf("envelope does not carry the new version: %+v", v2)
 	}
 }
 

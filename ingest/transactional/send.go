@@ -85,6 +85,36 @@ type service struct {
 
 	tplMu sync.Mutex
 	tpls  map[string]*Template // by id; replaced when the stored version moves
+	// tplHTML holds each template version's HTML (per language) encoded
+	// as a JSON string, for the send envelope.
+	tplHTML map[tplHTMLKey][]byte
+}
+
+// tplHTMLKey names one template version's HTML in one language.
+type tplHTMLKey struct {
+	id      string
+	version int64
+	lang    string
+}
+
+// templateHTMLJSON returns html, the HTML of template t in language lang,
+// encoded as a JSON string, from the cache after the first time.
+func (s *service) templateHTMLJSON(t *Template, lang, html string) []byte {
+	k := tplHTMLKey{t.ID, t.Version, lang}
+	s.tplMu.Lock()
+	enc, ok := s.tplHTML[k]
+	s.tplMu.Unlock()
+	if ok {
+		return enc
+	}
+	enc = schemas.AppendJSONString(nil, html)
+	s.tplMu.Lock()
+	if s.tplHTML == nil || len(s.tplHTML) > 10000 {
+		s.tplHTML = map[tplHTMLKey][]byte{}
+	}
+	s.tplHTML[k] = enc
+	s.tplMu.Unlock()
+	return enc
 }
 
 // errInternal wraps failures of the stores (answered 500).
@@ -615,6 +645,9 @@ func (s *service) envelope(p *prepared, id string, at time.Time) (schemas.SendPa
 	}
 	if p.tpl != nil {
 		pl.TemplateID, pl.TemplateVersion = p.tpl.ID, p.tpl.Version
+		if !p.req.HasHTML { // the HTML is the template's (inline HTML wins over a template)
+			pl.HTMLJSON = s.templateHTMLJSON(p.tpl, p.language, p.src.HTML)
+		}
 	} else if p.req.htmlJSON != nil && p.src.HTML == p.req.HTMLContent {
 		pl.HTMLJSON = p.req.htmlJSON
 	}
