@@ -118,18 +118,11 @@ func (b Bindings) forRender() (Bindings, error) {
 // and the value is not null. "x.y" looks under the bare name x (which is
 // data.x unless x is reserved).
 func (b Bindings) Resolved(path string) bool {
-	parts := strings.Split(path, ".")
-	if b.raw != nil {
-		switch parts[0] {
-		case RootContact, RootCustomField:
-		case RootData:
-			return rawResolved(b.raw, parts[1:])
-		default:
-			return rawResolved(b.raw, parts)
-		}
+	if b.raw != nil && isDataPath(path) {
+		return rawResolvedAll(b.raw, []string{path})[0]
 	}
 	var cur any = b.m
-	for _, part := range parts {
+	for _, part := range strings.Split(path, ".") {
 		obj, ok := cur.(map[string]any)
 		if !ok {
 			return false
@@ -171,9 +164,9 @@ func isDataPath(path string) bool {
 	return root != RootContact && root != RootCustomField
 }
 
-// rawResolvedAll is rawResolved for each data path of vars at once (other
-// paths get false): every object on the way is scanned once, for all the
-// paths that go through it.
+// rawResolvedAll is Resolved's answer for each data path of vars (other
+// paths get false) against a JSON object not decoded: every object on the
+// way is scanned once, for all the paths that go through it.
 func rawResolvedAll(obj []byte, vars []string) []bool {
 	res := make([]bool, len(vars))
 	parts := make([][]string, len(vars))
@@ -252,37 +245,6 @@ func resolveLevel(obj []byte, parts [][]string, group []int, depth int, res []bo
 	for _, b := range branches {
 		resolveLevel(b.v, parts, b.next, depth+1, res)
 	}
-}
-
-// rawResolved is Resolved's walk over a JSON object not decoded: each
-// step must be an object holding the key (the last of repeated keys wins,
-// as in DecodeData's map) with a value that is not null.
-func rawResolved(obj []byte, path []string) bool {
-	t := jsonparser.Object
-	for _, part := range path {
-		if t != jsonparser.Object {
-			return false
-		}
-		var found []byte
-		var ft jsonparser.ValueType
-		err := jsonparser.ObjectEach(obj, func(k, v []byte, vt jsonparser.ValueType, _ int) error {
-			if bytes.IndexByte(k, '\\') >= 0 {
-				s, err := jsonparser.ParseString(k)
-				if err != nil || s != part {
-					return err
-				}
-			} else if string(k) != part {
-				return nil
-			}
-			found, ft = v, vt
-			return nil
-		})
-		if err != nil || found == nil || ft == jsonparser.Null {
-			return false
-		}
-		obj, t = found, ft
-	}
-	return true
 }
 
 // DataDepth is the nesting depth DecodeData reports for a checked JSON
