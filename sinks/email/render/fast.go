@@ -72,19 +72,27 @@ type fastStep struct {
 // it uses anything outside the subset.
 func translate(n render.Node, mode Mode) ([]fastNode, bool) {
 	var out []fastNode
-	ok := appendFast(&out, n, mode, 0)
+	ok := appendFast(&out, n, mode)
 	return out, ok
 }
 
-func appendFast(out *[]fastNode, n render.Node, mode Mode, loops int) bool {
+// translateAll is translate for a list of nodes.
+func translateAll(nodes []render.Node, mode Mode) ([]fastNode, bool) {
+	var out []fastNode
+	for _, c := range nodes {
+		if !appendFast(&out, c, mode) {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func appendFast(out *[]fastNode, n render.Node, mode Mode) bool {
 	switch n := n.(type) {
 	case *render.SeqNode:
-		for _, c := range n.Children {
-			if !appendFast(out, c, mode, loops) {
-				return false
-			}
-		}
-		return true
+		nodes, ok := translateAll(n.Children, mode)
+		*out = append(*out, nodes...)
+		return ok
 	case *render.TextNode:
 		*out = append(*out, fastNode{kind: fastText, text: n.Source})
 		return true
@@ -103,21 +111,12 @@ func appendFast(out *[]fastNode, n render.Node, mode Mode, loops int) bool {
 		*out = append(*out, fastNode{kind: fastValue, expr: e})
 		return ok
 	case *render.BlockNode:
-		return appendFastBlock(out, n, mode, loops)
+		return appendFastBlock(out, n, mode)
 	}
 	return false
 }
 
-func appendFastBlock(out *[]fastNode, n *render.BlockNode, mode Mode, loops int) bool {
-	body := func(nodes []render.Node, loops int) ([]fastNode, bool) {
-		var b []fastNode
-		for _, c := range nodes {
-			if !appendFast(&b, c, mode, loops) {
-				return nil, false
-			}
-		}
-		return b, true
-	}
+func appendFastBlock(out *[]fastNode, n *render.BlockNode, mode Mode) bool {
 	switch n.Name {
 	case "comment":
 		return true
@@ -127,11 +126,11 @@ func appendFastBlock(out *[]fastNode, n *render.BlockNode, mode Mode, loops int)
 			return false
 		}
 		f := fastNode{kind: fastFor, name: name, expr: coll}
-		if f.body, ok = body(n.Body, loops+1); !ok {
+		if f.body, ok = translateAll(n.Body, mode); !ok {
 			return false
 		}
 		if len(n.Clauses) == 1 {
-			if f.alt, ok = body(n.Clauses[0].Body, loops); !ok {
+			if f.alt, ok = translateAll(n.Clauses[0].Body, mode); !ok {
 				return false
 			}
 		}
@@ -152,7 +151,7 @@ func appendFastBlock(out *[]fastNode, n *render.BlockNode, mode Mode, loops int)
 				return false
 			}
 			var ok bool
-			if br.body, ok = body(cl.Body, loops); !ok {
+			if br.body, ok = translateAll(cl.Body, mode); !ok {
 				return false
 			}
 			f.branches = append(f.branches, br)
@@ -264,8 +263,7 @@ func parseFastLiteral(s string) (any, bool) {
 	return int(n), err == nil
 }
 
-// isFastIdent reports a plain identifier that is no keyword and no
-// special property of lists and strings.
+// isFastIdent reports a plain identifier that is no keyword.
 func isFastIdent(s string) bool {
 	if s == "" {
 		return false
@@ -410,15 +408,12 @@ func (r *fastRun) cond(dst []byte, n *fastNode) ([]byte, bool) {
 // eval returns the value of e; false means a value the fast path does not
 // know how to treat as the library would.
 func (r *fastRun) eval(e *fastExpr) (any, bool) {
-	v, ok := r.lookup(e.root)
+	v := r.lookup(e.root)
 	for _, s := range e.steps {
-		if !ok {
+		var ok bool
+		if v, ok = fastStepInto(v, s); !ok {
 			return nil, false
 		}
-		v, ok = fastStepInto(v, s)
-	}
-	if !ok {
-		return nil, false
 	}
 	if e.hasDef {
 		empty, ok := fastEmpty(v)
@@ -432,17 +427,19 @@ func (r *fastRun) eval(e *fastExpr) (any, bool) {
 	return v, true
 }
 
-func (r *fastRun) lookup(root string) (any, bool) {
+// lookup is a root name's value: the innermost loop's variable or
+// forloop, else the bindings'.
+func (r *fastRun) lookup(root string) any {
 	for i := len(r.frames) - 1; i >= 0; i-- {
 		f := &r.frames[i]
 		if f.name == root {
-			return f.item, true
+			return f.item
 		}
 		if root == "forloop" {
-			return f.loop, true
+			return f.loop
 		}
 	}
-	return r.vars[root], true
+	return r.vars[root]
 }
 
 // fastStepInto is the library's property or index access on a JSON value:
