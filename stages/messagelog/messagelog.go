@@ -78,10 +78,8 @@ func New(ctx context.Context, r pipeline.Resources) (*Stage, error) {
 // sendFields are the parts of a send payload the log needs (decoding skips
 // the bodies and attachments without allocating them).
 type sendFields struct {
-	To         string `json:"to"`
-	ExternalID string `json:"externalId"`
-	TemplateID string `json:"templateId"`
-	Policy     schemas.PolicyRef
+	To, ExternalID, TemplateID string
+	Policy                     schemas.PolicyRef
 }
 
 // errSendFieldsRead stops the member scan of decodeSendFields.
