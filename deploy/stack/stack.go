@@ -293,3 +293,57 @@ func TopicPrefix(t testing.TB) string {
 	}
 	return "t" + hex.EncodeToString(b[:]) + "."
 }
+
+// GenericPlan returns the plan (EXPLAIN text) Postgres makes for sql under
+// the settings of pgsink.LookupPool (generic plans, no sequential scans)
+// while the named tables are empty, as on a fresh database: it explains the
+// statement in a transaction that it rolls back, against empty copies of
+// the tables (indexes included) in a scratch schema put first on the search
+// path. literals are the statement's parameters as SQL literals.
+func GenericPlan(t testing.TB, pool *pgxpool.Pool, tables []string, sql string, literals ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("stack: generic plan: %v", err)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatalf("stack: generic plan: %v", err)
+	}
+	defer func() {
+		// A prepared statement outlives its transaction.
+		_ = tx.Rollback(context.Background())
+		_, _ = conn.Exec(context.Background(), "DEALLOCATE plan_scratch_stmt")
+	}()
+	stmts := []string{"CREATE SCHEMA plan_scratch"}
+	for _, tb := range tables {
+		stmts = append(stmts, fmt.Sprintf("CREATE TABLE plan_scratch.%[1]s (LIKE public.%[1]s INCLUDING ALL)", tb))
+	}
+	stmts = append(stmts, "SET LOCAL search_path = plan_scratch, public", "SET LOCAL plan_cache_mode = force_generic_plan",
+		"SET LOCAL enable_seqscan = off", "PREPARE plan_scratch_stmt AS "+sql)
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			t.Fatalf("stack: generic plan: %s: %v", s, err)
+		}
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN EXECUTE plan_scratch_stmt("+strings.Join(literals, ", ")+")")
+	if err != nil {
+		t.Fatalf("stack: generic plan: explain: %v", err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatalf("stack: generic plan: %v", err)
+		}
+		b.WriteString(line + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("stack: generic plan: explain: %v", err)
+	}
+	return b.String()
+}
