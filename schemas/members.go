@@ -17,10 +17,11 @@ import (
 
 // walkObject calls set with the name as written (escapes are not decoded:
 // names are matched exactly) and the raw value of each member of the JSON
-// object b, in order, in one pass without reflection. A string's
-// span is found by its quotes, a container's or scalar's is checked with
-// json.Valid; malformed JSON, anything but one object, or set's first error
-// ends the walk. what prefixes syntax errors.
+// object b, in order, in one pass without reflection. Names are checked as
+// JSON strings; a string value's span is found by its quotes (set decodes
+// it, or passes it to skipMember), a container's or scalar's is checked
+// with json.Valid; malformed JSON, anything but one object, or set's first
+// error ends the walk. what prefixes syntax errors.
 func walkObject(b []byte, what string, set func(key string, v []byte) error) error {
 	i := evSkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -37,6 +38,9 @@ func walkObject(b []byte, what string, set func(key string, v []byte) error) err
 		kEnd, err := evScanString(b, i, what)
 		if err != nil {
 			return err
+		}
+		if !validString(b[i:kEnd]) {
+			return evSyntaxAt(i, what)
 		}
 		key := b[i+1 : kEnd-1]
 		i = evSkipWS(b, kEnd)
@@ -66,20 +70,47 @@ func walkObject(b []byte, what string, set func(key string, v []byte) error) err
 	return evSyntaxAt(i, what)
 }
 
+// skipMember checks the value of a member that set does not decode: a
+// string's span was only found by its quotes, so it is checked here (other
+// values were checked by walkObject). A decoder whose set passes every
+// member it skips to skipMember refuses everything json.Valid refuses.
+func skipMember(what, key string, v []byte) error {
+	if len(v) > 0 && v[0] == '"' && !validString(v) {
+		return fmt.Errorf("%s: %s: invalid JSON string", what, key)
+	}
+	return nil
+}
+
+// validString reports whether v is exactly one valid JSON string literal.
+func validString(v []byte) bool {
+	var vd validator
+	end, ok := vd.str(v, 0)
+	return ok && end == len(v)
+}
+
 // setString decodes the string member key of a what payload as
 // json.Unmarshal into a string does (null leaves it unchanged).
 func setString(dst *string, what, key string, v []byte) error {
 	if string(v) == "null" {
 		return nil
 	}
-	if s, ok := unquote(v); ok {
-		*dst = s
-		return nil
-	}
-	if err := json.Unmarshal(v, dst); err != nil {
+	s, err := decodeJSONString(v)
+	if err != nil {
 		return fmt.Errorf("%s: %s: %w", what, key, err)
 	}
+	*dst = s
 	return nil
+}
+
+// decodeJSONString decodes the JSON string literal v (quotes included) as
+// json.Unmarshal into a string does.
+func decodeJSONString(v []byte) (string, error) {
+	if s, ok := unquote(v); ok {
+		return s, nil
+	}
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err
 }
 
 // setTime decodes the RFC 3339 string member key of a what payload as

@@ -84,7 +84,7 @@ func (r *PolicyRef) set(key string, v []byte) error {
 	case "provider":
 		dst = &r.Provider
 	default:
-		return nil
+		return skipMember("policy", key, v)
 	}
 	return setString(dst, "policy", key, v)
 }

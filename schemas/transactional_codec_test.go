@@ -177,3 +177,41 @@ func BenchmarkDecodeSendPayload(b *testing.B) {
 		}
 	})
 }
+
+// FuzzDecodeSendPayloadRefusesInvalidJSON: whatever DecodeSendPayload
+// accepts is valid JSON, so the delivery stage may take envelopes' payloads
+// unchecked (pipeline.Spec.UncheckedPayload); DecodeSendPayloadCached
+// decodes and refuses alike, whether a source was kept or not. Its seeds
+// run as a test.
+func FuzzDecodeSendPayloadRefusesInvalidJSON(f *testing.F) {
+	long := strings.Repeat("<p class=\"x\">Hi {{ name }} & \u2028 é</p>\n", 20)
+	for i, p := range sampleSendPayloads() {
+		if i%2 == 0 {
+			p.HTML, p.Text = long, long+"."
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	sources := NewSourceCache(1<<20, false)
+	for _, s := range []string{
+		`{"x":"a` + "\x01" + `b"}`, `{"x":"\q"}`, `{"x` + "\n" + `":1}`, `{"\u00zz":1}`, `{"data":"\x"}`,
+		`{"policy":{"other":"` + "\t" + `"}}`, `{"to":"a","x":[1,}`, `{"x":"ok"} x`, `{"html":"\ud800"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, err := DecodeSendPayload(b)
+		if err == nil && !json.Valid(b) {
+			t.Fatalf("DecodeSendPayload accepted invalid JSON %q", b)
+		}
+		for i := 0; i < 2; i++ { // the second time from the cache
+			got, cerr := DecodeSendPayloadCached(b, "ws", sources)
+			if (cerr == nil) != (err == nil) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("DecodeSendPayloadCached(%q) #%d = %+v, %v; DecodeSendPayload gives %+v, %v", b, i, got, cerr, want, err)
+			}
+		}
+	})
+}

@@ -12,10 +12,40 @@ import (
 // through encoding/json. It gives json.Unmarshal's result for every payload
 // an encoder of SendPayload writes; unlike json.Unmarshal it matches member
 // names exactly. Unknown members are skipped; a member of the wrong type or
-// malformed JSON is an error.
+// malformed JSON is an error: it refuses whatever json.Valid refuses, so a
+// consumer may hand it payloads whose envelope was decoded unchecked
+// (pipeline.Spec.UncheckedPayload).
 func DecodeSendPayload(b []byte) (SendPayload, error) {
 	var p SendPayload
 	err := walkObject(b, "send payload", p.set)
+	return p, err
+}
+
+// DecodeSendPayloadCached is DecodeSendPayload with the long Liquid
+// sources (html, text) of workspace ws kept in sources: a payload that
+// repeats a source, as most do, is neither unescaped nor copied again. It
+// refuses what DecodeSendPayload refuses: a source is kept only once it
+// decoded.
+func DecodeSendPayloadCached(b []byte, ws string, sources *SourceCache) (SendPayload, error) {
+	var p SendPayload
+	err := walkObject(b, "send payload", func(key string, v []byte) error {
+		var dst *string
+		switch key {
+		case "html":
+			dst = &p.HTML
+		case "text":
+			dst = &p.Text
+		}
+		if dst == nil || len(v) < MinCachedSource || v[0] != '"' {
+			return p.set(key, v)
+		}
+		s, _, err := sources.Get(ws, v, decodeJSONString)
+		if err != nil {
+			return fmt.Errorf("send payload: %s: %w", key, err)
+		}
+		*dst = s
+		return nil
+	})
 	return p, err
 }
 
@@ -48,6 +78,9 @@ func (p *SendPayload) set(key string, v []byte) error {
 	case "text":
 		dst = &p.Text
 	case "data":
+		if err := skipMember("send payload", key, v); err != nil {
+			return err
+		}
 		p.Data = append(json.RawMessage(nil), v...) // as RawMessage.UnmarshalJSON
 		return nil
 	case "acceptedAt":
@@ -74,7 +107,7 @@ func (p *SendPayload) set(key string, v []byte) error {
 	case "attachments":
 		return unmarshalMember(key, v, &p.Attachments)
 	default: // not a member of SendPayload
-		return nil
+		return skipMember("send payload", key, v)
 	}
 	return setString(dst, "send payload", key, v)
 }

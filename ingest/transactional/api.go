@@ -15,7 +15,7 @@ import (
 // api holds what the handlers need.
 type api struct {
 	svc     *service
-	sources *sourceCache // inline HTML of sends
+	sources *schemas.SourceCache // inline HTML of sends, kept encoded for the envelope
 	store   *Store
 	site    string
 	secret  string

@@ -112,7 +112,7 @@ func present(m map[string]jv, name string) (jv, bool) {
 // (the server already checked the JSON syntax), then each member. errs lists
 // every failing field; the request is usable only when errs is empty. The
 // HTML of workspace ws goes through sources (nil: decoded every time).
-func parseSend(body []byte, sources *sourceCache, ws string) (*sendRequest, *fieldErrs) {
+func parseSend(body []byte, sources *schemas.SourceCache, ws string) (*sendRequest, *fieldErrs) {
 	errs := &fieldErrs{}
 	m, ok := members(body)
 	if !ok {
@@ -126,7 +126,7 @@ func parseSend(body []byte, sources *sourceCache, ws string) (*sendRequest, *fie
 	if v, ok := present(m, "htmlContent"); ok {
 		if v.t != jsonparser.String {
 			errs.add("htmlContent", "must be a string")
-		} else if s, enc, err := sources.get(ws, v.raw); err != nil {
+		} else if s, enc, err := sources.Get(ws, v.raw, jsonparser.ParseString); err != nil {
 			errs.add("htmlContent", "must be a string")
 		} else {
 			r.HTMLContent, r.htmlJSON, r.HasHTML = s, enc, true

@@ -23,6 +23,7 @@ import (
 
 	"sendstream/ingest"
 	"sendstream/ingest/contacts"
+	"sendstream/schemas"
 	"sendstream/sinks/email/render"
 )
 
@@ -89,7 +90,7 @@ func Routes(d Deps) []ingest.Route {
 	store := NewStore(d.PG)
 	a := &api{
 		svc:     &service{store: store, contacts: d.Contacts, engine: d.Engine, defFrom: d.DefaultFromEmail, tpls: map[string]*Template{}},
-		sources: newSourceCache(32 << 20),
+		sources: schemas.NewSourceCache(32<<20, true),
 		store:   store,
 		site:    strings.TrimRight(d.SiteURL, "/"),
 		secret:  d.Secret,

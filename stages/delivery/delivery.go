@@ -71,6 +71,11 @@ func init() {
 		Produces: []string{schemas.TopicWebhooks, schemas.TopicTransactional},
 		Route:    route,
 		Defaults: DefaultConfig(),
+		// Handle decodes send payloads with schemas.DecodeSendPayloadCached,
+		// which refuses whatever json.Valid refuses: the runner need not
+		// check every payload first (one pass fewer over every message's
+		// HTML). Envelopes of other types are skipped unread either way.
+		UncheckedPayload: true,
 		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
 			cfg = cfg.FromSettings(r.Settings)
 			return New(ctx, r, cfg)
@@ -181,6 +186,9 @@ type Stage struct {
 	log    *slog.Logger
 	engine *render.Engine
 	token  string // this instance's claim token
+	// sources keeps the HTML and text sources of sends decoded: most sends
+	// repeat one.
+	sources *schemas.SourceCache
 
 	provMu    sync.Mutex
 	providers map[string]email.Provider
@@ -242,7 +250,7 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 	runCtx, stop := context.WithCancel(context.Background())
 	s := &Stage{
 		cfg: cfg, pg: pg, pub: r.Publisher, log: log.With("stage", Name), engine: render.NewEngine(0),
-		token: hex.EncodeToString(tok[:]), providers: map[string]email.Provider{},
+		token: hex.EncodeToString(tok[:]), sources: schemas.NewSourceCache(32<<20, false), providers: map[string]email.Provider{},
 		keys:  keyCache{m: map[string]keyEntry{}, ttl: time.Minute},
 		queue: make(chan *job, cfg.Queue), tasks: make(chan func()),
 		inflight: map[string]bool{}, idle: closedChan(), runCtx: runCtx, stop: stop,
@@ -300,7 +308,7 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	if env.Type != schemas.TypeTransactionalSend {
 		return nil, nil
 	}
-	p, err := schemas.DecodeSendPayload(env.Payload)
+	p, err := schemas.DecodeSendPayloadCached(env.Payload, env.Workspace, s.sources)
 	if err != nil {
 		return nil, pipeline.Permanent(fmt.Errorf("delivery: decode payload of %s: %w", env.ID, err))
 	}
