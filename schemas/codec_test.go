@@ -493,3 +493,21 @@ func FuzzCompactJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSkipJSONString: SkipJSONString ends where a scan a byte at a time
+// ends, from any start. Its seeds run as a test.
+func FuzzSkipJSONString(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"a\"b" x`, `"a\\" "`, `"\u003cp\u003e" , "x"`, `"ab\`, `"ab\\`, `"`, `"\"`, `x"y"`} {
+		f.Add([]byte(s), 0)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, i int) {
+		if i < 0 || i >= len(b) {
+			return
+		}
+		end, ok := SkipJSONString(b, i)
+		wantEnd, wantOK := skipStringBytewise(b, i)
+		if end != wantEnd || ok != wantOK {
+			t.Fatalf("SkipJSONString(%q, %d) = %d, %v; a byte at a time: %d, %v", b, i, end, ok, wantEnd, wantOK)
+		}
+	})
+}

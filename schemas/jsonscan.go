@@ -9,6 +9,31 @@ import (
 // b[i] == '"', or, with ok false, the index where the input ended inside
 // it. Escapes are stepped over, not checked.
 func SkipJSONString(b []byte, i int) (end int, ok bool) {
+	// A quote ends the string unless an odd run of backslashes comes right
+	// before it (a run starts fresh: what precedes it is no backslash, or
+	// the opening quote). So the quotes are found with IndexByte, which
+	// reads many bytes at a time, and only the bytes before each are read.
+	for j := i + 1; j < len(b); {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
+			break
+		}
+		p := j + q
+		k := p - 1
+		for k > i && b[k] == '\\' {
+			k--
+		}
+		if (p-1-k)%2 == 0 {
+			return p + 1, true
+		}
+		j = p + 1
+	}
+	return skipStringBytewise(b, i)
+}
+
+// skipStringBytewise is SkipJSONString a byte at a time; it also gives
+// where an unterminated string's scan ended.
+func skipStringBytewise(b []byte, i int) (end int, ok bool) {
 	for i++; i < len(b); i++ {
 		switch b[i] {
 		case '"':

@@ -168,6 +168,14 @@ func BenchmarkDecodeSendPayload(b *testing.B) {
 			}
 		}
 	})
+	b.Run("cached", func(b *testing.B) {
+		sources := NewSourceCache(1<<20, false)
+		for b.Loop() {
+			if _, err := DecodeSendPayloadCached(data, "ws", sources); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("encoding-json", func(b *testing.B) {
 		for b.Loop() {
 			var q SendPayload
