@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -490,61 +491,96 @@ func (v *validator) array(p []byte, i int) (int, bool) {
 	}
 }
 
-// plain marks the bytes a string may contain that need no closer look: not
-// a quote, backslash, control character, <, >, & or 0xE2 (the first byte of
-// U+2028 and U+2029).
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = true
-	}
-	for _, c := range []byte{'"', '\\', '<', '>', '&', 0xE2} {
-		t[c] = false
-	}
-	return t
-}()
-
-// str validates a string starting at the quote p[i].
+// str validates a string starting at the quote p[i]. It finds the closing
+// quote first (SkipJSONString), then checks the span a word at a time for
+// control characters and for what json.Marshal would escape, and looks at
+// each backslash's escape.
 func (v *validator) str(p []byte, i int) (int, bool) {
-	i++
-	for i < len(p) {
-		for i < len(p) && plain[p[i]] {
-			i++
-		}
-		if i >= len(p) {
+	end, ok := SkipJSONString(p, i)
+	if !ok {
+		return 0, false
+	}
+	s := p[i+1 : end-1]
+	if hasControl(s) {
+		return 0, false
+	}
+	for j := 0; ; {
+		k := bytes.IndexByte(s[j:], '\\')
+		if k < 0 {
 			break
 		}
-		c := p[i]
-		switch {
-		case c == '"':
-			return i + 1, true
-		case c == '\\':
-			if i+1 >= len(p) {
+		// The closing quote was not escaped, so an escape ends before it.
+		j += k
+		switch s[j+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			j += 2
+		case 'u':
+			if j+5 >= len(s) || !isHex(s[j+2]) || !isHex(s[j+3]) || !isHex(s[j+4]) || !isHex(s[j+5]) {
 				return 0, false
 			}
-			switch p[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+5 >= len(p) || !isHex(p[i+2]) || !isHex(p[i+3]) || !isHex(p[i+4]) || !isHex(p[i+5]) {
-					return 0, false
-				}
-				i += 6
-			default:
-				return 0, false
-			}
-		case c < 0x20:
-			return 0, false
-		case c == '<' || c == '>' || c == '&':
-			v.escape = true
-			i++
-		case c == 0xE2 && i+2 < len(p) && p[i+1] == 0x80 && p[i+2]&^1 == 0xA8:
-			v.escape = true
-			i += 3
+			j += 6
 		default:
-			i++
+			return 0, false
 		}
 	}
-	return 0, false
+	if !v.escape && marshalEscapes(s) {
+		v.escape = true
+	}
+	return end, true
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasZeroByte reports whether any byte of x is zero (exactly: a borrow
+// only starts at a zero byte).
+func hasZeroByte(x uint64) bool { return (x-ones)&^x&highs != 0 }
+
+// hasControl reports whether s holds a byte under 0x20.
+func hasControl(s []byte) bool {
+	for len(s) >= 8 {
+		x := binary.LittleEndian.Uint64(s)
+		if (x-0x20*ones)&^x&highs != 0 {
+			return true
+		}
+		s = s[8:]
+	}
+	for _, c := range s {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
+// marshalEscapes reports whether s holds <, >, & or U+2028/U+2029, which
+// json.Marshal writes escaped.
+func marshalEscapes(s []byte) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(s[i:])
+		if hasZeroByte(x^('<'*ones)) || hasZeroByte(x^('>'*ones)) || hasZeroByte(x^('&'*ones)) || hasZeroByte(x^(0xE2*ones)) {
+			if marshalEscapesAt(s, i, i+8) {
+				return true
+			}
+		}
+	}
+	return marshalEscapesAt(s, i, len(s))
+}
+
+// marshalEscapesAt is marshalEscapes for the characters starting in s[i:j].
+func marshalEscapesAt(s []byte, i, j int) bool {
+	for ; i < j; i++ {
+		switch c := s[i]; {
+		case c == '<' || c == '>' || c == '&':
+			return true
+		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xA8:
+			return true
+		}
+	}
+	return false
 }
 
 func isHex(c byte) bool {

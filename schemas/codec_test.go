@@ -511,3 +511,61 @@ func FuzzSkipJSONString(f *testing.F) {
 		}
 	})
 }
+
+// strBytewise is the validator's string check a byte at a time, as it was
+// written first: the reference for FuzzValidatorString.
+func strBytewise(v *validator, p []byte, i int) (int, bool) {
+	for i++; i < len(p); {
+		c := p[i]
+		switch {
+		case c == '"':
+			return i + 1, true
+		case c == '\\':
+			if i+1 >= len(p) {
+				return 0, false
+			}
+			switch p[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+5 >= len(p) || !isHex(p[i+2]) || !isHex(p[i+3]) || !isHex(p[i+4]) || !isHex(p[i+5]) {
+					return 0, false
+				}
+				i += 6
+			default:
+				return 0, false
+			}
+		case c < 0x20:
+			return 0, false
+		case c == '<' || c == '>' || c == '&':
+			v.escape = true
+			i++
+		case c == 0xE2 && i+2 < len(p) && p[i+1] == 0x80 && p[i+2]&^1 == 0xA8:
+			v.escape = true
+			i += 3
+		default:
+			i++
+		}
+	}
+	return 0, false
+}
+
+// FuzzValidatorString: the validator's string check ends, accepts and
+// notes escapes as the byte-at-a-time check does. Its seeds run as a test.
+func FuzzValidatorString(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"a\"b<" x`, `"\u003cp\u003e\u2028"`, "\"a\u2028b\"", "\"12345678\xe2\x80\xa9\"", `"ab\`,
+		`"\u12"`, `"\u12\"x"`, "\"\x1f\"", `"\q"`, `"0123456789abcdef&"`, "\"0123456\xe2\x80\xa8x\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if len(p) == 0 || p[0] != '"' {
+			return
+		}
+		var a, b validator
+		end, ok := a.str(p, 0)
+		wantEnd, wantOK := strBytewise(&b, p, 0)
+		if ok != wantOK || ok && (end != wantEnd || a.escape != b.escape) {
+			t.Fatalf("str(%q) = %d, %v, escape %v; a byte at a time: %d, %v, escape %v", p, end, ok, a.escape, wantEnd, wantOK, b.escape)
+		}
+	})
+}
