@@ -168,7 +168,9 @@ var payloadKey = []byte(`,"payload":`)
 // json.Unmarshal(data, env): fields absent from data keep env's values,
 // unknown fields are ignored. Unlike json.Unmarshal, env.Payload shares
 // data's memory when the fast path decodes it: data must not be modified
-// while env is in use. Safe for concurrent use on distinct envs.
+// while env is in use. Safe for concurrent use on distinct envs. It is for
+// envelopes read back from the broker: the check of the payload takes long
+// strings it found valid before from memory (storedStrings).
 func DecodeEnvelope(data []byte, env *Envelope) error {
 	return decodeEnvelope(data, env, true)
 }
@@ -311,7 +313,7 @@ func fastDecodeEnvelope(data []byte, env *Envelope, check bool) bool {
 				env.Payload = json.RawMessage(data[i : n-1 : n-1])
 				return true
 			}
-			var v validator
+			v := validator{stored: true}
 			end, ok := v.value(data, i)
 			if !ok {
 				return false
@@ -386,6 +388,9 @@ type validator struct {
 	space  bool // whitespace outside strings
 	escape bool // <, >, & or U+2028/U+2029 anywhere
 	depth  int
+	// stored: the input was read back from the broker or a store, so long
+	// strings found valid before may be taken from storedStrings.
+	stored bool
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -500,9 +505,27 @@ func (v *validator) str(p []byte, i int) (int, bool) {
 	if !ok {
 		return 0, false
 	}
+	if v.stored && end-i >= minStoredString {
+		escape, valid := storedStrings.check(p[i:end])
+		v.escape = v.escape || escape
+		return end, valid
+	}
 	s := p[i+1 : end-1]
-	if hasControl(s) {
+	if !validStringSpan(s) {
 		return 0, false
+	}
+	if !v.escape && marshalEscapes(s) {
+		v.escape = true
+	}
+	return end, true
+}
+
+// validStringSpan reports whether s, the bytes between a JSON string's
+// quotes (the closing one unescaped), has no control character and only
+// valid escapes.
+func validStringSpan(s []byte) bool {
+	if hasControl(s) {
+		return false
 	}
 	for j := 0; ; {
 		k := bytes.IndexByte(s[j:], '\\')
@@ -516,17 +539,14 @@ func (v *validator) str(p []byte, i int) (int, bool) {
 			j += 2
 		case 'u':
 			if j+5 >= len(s) || !isHex(s[j+2]) || !isHex(s[j+3]) || !isHex(s[j+4]) || !isHex(s[j+5]) {
-				return 0, false
+				return false
 			}
 			j += 6
 		default:
-			return 0, false
+			return false
 		}
 	}
-	if !v.escape && marshalEscapes(s) {
-		v.escape = true
-	}
-	return end, true
+	return true
 }
 
 const (

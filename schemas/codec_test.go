@@ -569,3 +569,26 @@ func FuzzValidatorString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStoredValidator: on stored input the validator answers as it does
+// on any input (end, validity and what json.Marshal would change), the
+// first time and when long strings come from storedStrings. Its seeds run
+// as a test.
+func FuzzStoredValidator(f *testing.F) {
+	long := strings.Repeat(`<p class=\"x\">Hi \u003cb\u003e é`, 30)
+	for _, s := range []string{`{"a":"` + long + `"}`, `["` + long + `<", "` + long + `\u2028"]`, `{"a":"` + long + "\x01" + `"}`,
+		`"` + long + `\q"`, `"` + long + `\u00"`, `{"a":"` + long + `", "b": 1}`, `"` + long} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		var plain validator
+		end, ok := plain.value(p, 0)
+		for i := 0; i < 2; i++ {
+			stored := validator{stored: true}
+			sEnd, sOK := stored.value(p, 0)
+			if sOK != ok || ok && (sEnd != end || stored.escape != plain.escape || stored.space != plain.space) {
+				t.Fatalf("stored check #%d of %q = %d, %v, escape %v; unstored: %d, %v, escape %v", i, p, sEnd, sOK, stored.escape, end, ok, plain.escape)
+			}
+		}
+	})
+}

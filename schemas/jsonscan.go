@@ -95,6 +95,14 @@ func JSONValueEnd(b []byte, i int) (end int, ok bool) {
 	return v.value(b, i)
 }
 
+// StoredJSONValueEnd is JSONValueEnd for input read back from the broker
+// or a store: long strings it found valid before are taken from memory
+// (storedStrings). Not for a request's own body.
+func StoredJSONValueEnd(b []byte, i int) (end int, ok bool) {
+	v := validator{stored: true}
+	return v.value(b, i)
+}
+
 // JSONMembers returns the members of the JSON object b as json.Unmarshal
 // into a map[string]json.RawMessage gives them (keys unescaped, the last of
 // duplicated keys wins, values copied out of b), or ok false when b is not

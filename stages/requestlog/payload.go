@@ -159,7 +159,7 @@ func (l *lexer) escaped(s int) (string, bool) {
 // text.
 func (l *lexer) body() (schemas.Body, bool) {
 	if l.peek('{') || l.peek('[') {
-		end, ok := schemas.JSONValueEnd(l.data, l.i)
+		end, ok := schemas.StoredJSONValueEnd(l.data, l.i)
 		if !ok {
 			return "", false
 		}
