@@ -461,6 +461,9 @@ type outcome struct {
 // process claims, sends and finishes one batch.
 func (s *Stage) process(batch []*job) {
 	ctx := s.runCtx
+	if batch = s.withoutBlocked(batch); len(batch) == 0 {
+		return
+	}
 	ids := make([]string, len(batch))
 	byID := make(map[string]*job, len(batch))
 	for i, j := range batch {
@@ -583,6 +586,34 @@ func (s *Stage) process(batch []*job) {
 	for _, o := range final {
 		s.finishJob(o.j.p.MessageID)
 	}
+}
+
+// withoutBlocked returns the jobs whose provider takes messages now and
+// puts the others back until their retry time: while a provider's breaker
+// is open its messages are neither claimed (and released again) in
+// Postgres nor rendered, which during an outage of the relay otherwise
+// churned through every message in hand once per retry interval.
+func (s *Stage) withoutBlocked(batch []*job) []*job {
+	ready := batch[:0]
+	for _, j := range batch {
+		if !j.p.Spilled && s.blocked(j.p.Policy.Provider) {
+			j.attempts++
+			s.requeue(j, s.backoff(j.attempts))
+			continue
+		}
+		ready = append(ready, j)
+	}
+	return ready
+}
+
+// blocked reports whether the named provider's breaker is open.
+func (s *Stage) blocked(name string) bool {
+	prov, err := s.provider(name)
+	if err != nil {
+		return false // deliver fails the message with the reason
+	}
+	g, ok := prov.(email.Gate)
+	return ok && g.Blocked()
 }
 
 func (s *Stage) releaseAndRetry(ctx context.Context, jobs []*job) {

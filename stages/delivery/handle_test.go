@@ -2,11 +2,14 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	"sendstream/sinks/email"
 )
 
 // TestHandleRefusesPayloadsThatAreNotJSON: the runner hands this stage its
@@ -35,5 +38,34 @@ func TestHandleRefusesPayloadsThatAreNotJSON(t *testing.T) {
 	}
 	if len(s.inflight) != 0 {
 		t.Fatalf("refused envelopes left in hand: %v", s.inflight)
+	}
+}
+
+// gatedProvider is a provider whose breaker is open: any send is a test
+// failure.
+type gatedProvider struct{ t *testing.T }
+
+func (gatedProvider) Name() string  { return "gated" }
+func (gatedProvider) Blocked() bool { return true }
+func (p gatedProvider) Send(context.Context, *email.Message) (email.Receipt, error) {
+	p.t.Error("a message went to a provider whose breaker is open")
+	return email.Receipt{}, errors.New("blocked")
+}
+
+// TestBlockedProviderTakesNothing: while a provider's breaker is open, its
+// messages in hand wait in memory; none is claimed in Postgres (the stage
+// has no pool here: a claim would panic), rendered or sent.
+func TestBlockedProviderTakesNothing(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	s := &Stage{cfg: Config{RetryMin: time.Hour, RetryMax: time.Hour, Now: time.Now}, providers: map[string]email.Provider{"gated": gatedProvider{t}},
+		queue: make(chan *job, 4), runCtx: ctx}
+	batch := []*job{{p: schemas.SendPayload{MessageID: "m1", Policy: schemas.PolicyRef{Provider: "gated"}}},
+		{p: schemas.SendPayload{MessageID: "m2", Policy: schemas.PolicyRef{Provider: "gated"}}}}
+	s.process(batch)
+	for _, j := range batch {
+		if j.attempts != 1 || j.notBefore.IsZero() {
+			t.Errorf("%s: attempts %d, not before %v; want it put back for later", j.p.MessageID, j.attempts, j.notBefore)
+		}
 	}
 }
