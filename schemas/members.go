@@ -35,11 +35,9 @@ func walkObject(b []byte, what string, set func(key string, v []byte) error) err
 		if b[i] != '"' {
 			return evSyntaxAt(i, what)
 		}
-		kEnd, err := evScanString(b, i, what)
-		if err != nil {
-			return err
-		}
-		if !validString(b[i:kEnd]) {
+		var vd validator
+		kEnd, ok := vd.str(b, i)
+		if !ok {
 			return evSyntaxAt(i, what)
 		}
 		key := b[i+1 : kEnd-1]
@@ -257,15 +255,6 @@ func evTrailing(b []byte, i int, what string) error {
 
 func evSyntaxAt(i int, what string) error {
 	return fmt.Errorf("%s: malformed JSON at byte %d", what, i)
-}
-
-// evScanString returns the index after the string starting at b[i] == '"'.
-func evScanString(b []byte, i int, what string) (int, error) {
-	end, ok := SkipJSONString(b, i)
-	if !ok {
-		return 0, evSyntaxAt(end, what)
-	}
-	return end, nil
 }
 
 // evScanValue returns the index after the JSON value starting at b[i]; a

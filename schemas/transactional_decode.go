@@ -16,16 +16,14 @@ import (
 // consumer may hand it payloads whose envelope was decoded unchecked
 // (pipeline.Spec.UncheckedPayload).
 func DecodeSendPayload(b []byte) (SendPayload, error) {
-	var p SendPayload
-	err := walkObject(b, "send payload", p.set)
-	return p, err
+	return DecodeSendPayloadCached(b, "", nil)
 }
 
 // DecodeSendPayloadCached is DecodeSendPayload with the long Liquid
-// sources (html, text) of workspace ws kept in sources: a payload that
-// repeats a source, as most do, is neither unescaped nor copied again. It
-// refuses what DecodeSendPayload refuses: a source is kept only once it
-// decoded.
+// sources (html, text) of workspace ws kept in sources (nil: decoded every
+// time): a payload that repeats a source, as most do, is neither unescaped
+// nor copied again. It refuses what DecodeSendPayload refuses: a source is
+// kept only once it decoded.
 func DecodeSendPayloadCached(b []byte, ws string, sources *SourceCache) (SendPayload, error) {
 	var p SendPayload
 	err := walkObject(b, "send payload", func(key string, v []byte) error {
@@ -36,8 +34,8 @@ func DecodeSendPayloadCached(b []byte, ws string, sources *SourceCache) (SendPay
 		case "text":
 			dst = &p.Text
 		}
-		if dst == nil || len(v) < MinCachedSource || v[0] != '"' {
-			return p.set(key, v)
+		if dst == nil || v[0] != '"' {
+			return p.set(key, v) // null, or a member of another kind
 		}
 		s, _, err := sources.Get(ws, v, decodeJSONString)
 		if err != nil {

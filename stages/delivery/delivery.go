@@ -316,11 +316,11 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		p.MessageID = env.ID
 	}
 	if !p.Spilled {
-		prov, err := s.provider(p.Policy.Provider)
+		prov, blocked, err := s.gate(p.Policy.Provider)
 		if err != nil {
 			return nil, pipeline.Permanent(err)
 		}
-		if g, ok := prov.(email.Gate); ok && g.Blocked() {
+		if blocked {
 			return nil, fmt.Errorf("delivery: provider %s: %w", prov.Name(), pipeline.ErrBreakerOpen)
 		}
 	}
@@ -596,7 +596,9 @@ func (s *Stage) process(batch []*job) {
 func (s *Stage) withoutBlocked(batch []*job) []*job {
 	ready := batch[:0]
 	for _, j := range batch {
-		if !j.p.Spilled && s.blocked(j.p.Policy.Provider) {
+		// An unknown provider is not blocked: deliver fails the message.
+		_, blocked, _ := s.gate(j.p.Policy.Provider)
+		if blocked && !j.p.Spilled {
 			j.attempts++
 			s.requeue(j, s.backoff(j.attempts))
 			continue
@@ -606,14 +608,13 @@ func (s *Stage) withoutBlocked(batch []*job) []*job {
 	return ready
 }
 
-// blocked reports whether the named provider's breaker is open.
-func (s *Stage) blocked(name string) bool {
-	prov, err := s.provider(name)
-	if err != nil {
-		return false // deliver fails the message with the reason
+// gate returns the named provider and whether its breaker is open.
+func (s *Stage) gate(name string) (prov email.Provider, blocked bool, err error) {
+	if prov, err = s.provider(name); err != nil {
+		return nil, false, err
 	}
 	g, ok := prov.(email.Gate)
-	return ok && g.Blocked()
+	return prov, ok && g.Blocked(), nil
 }
 
 func (s *Stage) releaseAndRetry(ctx context.Context, jobs []*job) {
