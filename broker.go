@@ -38,7 +38,8 @@ const (
 // before it is acknowledged, so killing any process, the broker included,
 // loses nothing acknowledged; like Kafka's default, batches are not fsynced
 // unless --fsync is given (then they survive a machine crash too, at about
-// a third of the throughput). Topics are created on first use with N
+// a third of the throughput). Without it their writeback is started every
+// --write-behind interval (runWriteBehind), so dirty pages never pile up. Topics are created on first use with N
 // partitions, and all state (records, topics, committed group offsets) is
 // reloaded from DIR on the next start.
 func runBroker(args []string) error {
@@ -62,6 +63,7 @@ func runBroker(args []string) error {
 	procs := fs.Int("procs", envProcs, "GOMAXPROCS of the broker (default $SENDSTREAM_BROKER_PROCS or 1: kfake handles requests on one goroutine, and more threads only spin)")
 	gcPercent := fs.Int("gc-percent", envGC, "Go GC target of the broker, as GOGC (default $SENDSTREAM_BROKER_GC_PERCENT or 400: kfake keeps the log in memory, and at 100 re-marking it took a third of the broker's CPU)")
 	fsync := fs.Bool("fsync", envFsync, "fsync every produced batch before acknowledging it (default $SENDSTREAM_BROKER_FSYNC=1)")
+	behind := fs.Duration("write-behind", 250*time.Millisecond, "without --fsync, start writing appended log data to disk this often, without waiting for it, so the kernel never flushes a long backlog at once and stalls other processes' fsyncs (0: leave it to the kernel)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -147,6 +149,11 @@ func runBroker(args []string) error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "broker: listening on %s, data in %s\n", addrs[0], dir)
+	if !*fsync && *behind > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go runWriteBehind(ctx, filepath.Join(dir, "data"), *behind)
+	}
 
 	<-sigs
 	// Close persists group and producer state and closes the segment files.
