@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -274,7 +273,7 @@ func DataDepth(raw []byte) int {
 // integral and in range (so 12345678901 renders as written) and float64
 // otherwise. It returns the decoded object and its nesting depth (an empty
 // object has depth 1). Null or absent data gives a nil map and depth 0.
-// It walks the object with jsonparser, several times faster than
+// It decodes in one pass (dataDecoder), several times faster than
 // encoding/json into interfaces, and expects JSON already checked (the
 // request body, or a payload this module wrote).
 func DecodeData(raw []byte) (map[string]any, int, error) {
@@ -285,65 +284,12 @@ func DecodeData(raw []byte) (map[string]any, int, error) {
 	if raw[0] != '{' {
 		return nil, 0, errors.New("data is not a JSON object")
 	}
-	m, depth, err := decodeObject(raw)
+	d := dataDecoder{b: raw}
+	m, depth, err := d.object()
 	if err != nil {
 		return nil, 0, fmt.Errorf("decode data: %w", err)
 	}
 	return m, depth, nil
-}
-
-// decodeObject decodes one JSON object and returns its depth.
-func decodeObject(raw []byte) (map[string]any, int, error) {
-	m := map[string]any{}
-	depth := 0
-	err := jsonparser.ObjectEach(raw, func(k, v []byte, t jsonparser.ValueType, _ int) error {
-		key := string(k)
-		if bytes.IndexByte(k, '\\') >= 0 {
-			s, err := jsonparser.ParseString(k)
-			if err != nil {
-				return err
-			}
-			key = s
-		}
-		val, d, err := decodeValue(v, t)
-		m[key], depth = val, max(depth, d)
-		return err
-	})
-	return m, depth + 1, err
-}
-
-// decodeValue decodes one JSON value of type t (strings still quoted off
-// and escaped, as jsonparser hands them) and returns its depth.
-func decodeValue(v []byte, t jsonparser.ValueType) (any, int, error) {
-	switch t {
-	case jsonparser.String:
-		s, err := jsonparser.ParseString(v)
-		return s, 0, err
-	case jsonparser.Number:
-		return number(json.Number(v)), 0, nil
-	case jsonparser.Boolean:
-		b, err := jsonparser.ParseBoolean(v)
-		return b, 0, err
-	case jsonparser.Null:
-		return nil, 0, nil
-	case jsonparser.Object:
-		m, d, err := decodeObject(v)
-		return m, d, err
-	case jsonparser.Array:
-		out := []any{}
-		depth := 0
-		var inner error
-		_, err := jsonparser.ArrayEach(v, func(e []byte, et jsonparser.ValueType, _ int, err error) {
-			if err != nil || inner != nil {
-				inner = cmp.Or(inner, err)
-				return
-			}
-			val, d, err := decodeValue(e, et)
-			out, depth, inner = append(out, val), max(depth, d), err
-		})
-		return out, depth + 1, cmp.Or(err, inner)
-	}
-	return nil, 0, fmt.Errorf("unexpected JSON value %.20q", v)
 }
 
 // number converts a JSON number to int64 when integral and in range, else

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestEscapesEveryValueInHTML(t *testing.T) {
@@ -284,34 +286,63 @@ func TestTextFromHTML(t *testing.T) {
 // (numbers as int64 when integral) on escapes, nesting, duplicates and
 // every JSON type.
 func TestDecodeDataMatchesEncodingJSON(t *testing.T) {
-	for _, in := range []string{
-		`{}`,
-		` {"a":1} `,
-		`{"a\"b":"x\u00e9\n\\","n":-12345678901,"f":1.5e3,"big":123456789012345678901234,"t":true,"f2":false,"z":null}`,
-		`{"l":[[],[1,[2,{"k":[]}]],{"x":{}}],"d":1,"d":2}`,
-		`{"html":"<p>\u003c&amp;</p>","u":"\ud83d\ude00"}`,
-	} {
-		got, depth, err := DecodeData([]byte(in))
-		if err != nil {
-			t.Fatalf("DecodeData(%s): %v", in, err)
-		}
-		var want map[string]any
-		dec := json.NewDecoder(strings.NewReader(in))
-		dec.UseNumber()
-		if err := dec.Decode(&want); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, convertNumbers(want)) {
-			t.Errorf("DecodeData(%s)\n got %#v\nwant %#v", in, got, want)
-		}
-		if d := jsonDepth(want); depth != d {
-			t.Errorf("DecodeData(%s) depth %d, want %d", in, depth, d)
-		}
+	for _, in := range decodeCases {
+		checkDecode(t, in)
 	}
-	for _, bad := range []string{`[1]`, `"s"`, `{"a":}`, `{"a":1`} {
+	for _, bad := range []string{`[1]`, `"s"`, `{"a":}`, `{"a":1`, `{"a":1]`, `{"a":[1}`, `{"a" 1}`, `{"a":tru}`, `{"a":"x`, `{1:2}`} {
 		if _, _, err := DecodeData([]byte(bad)); err == nil {
 			t.Errorf("DecodeData(%s): want an error", bad)
 		}
+	}
+}
+
+// FuzzDecodeDataMatchesEncodingJSON holds DecodeData to encoding/json on
+// any JSON object in valid UTF-8 without lone surrogate escapes (which
+// encoding/json replaces with U+FFFD and DecodeData keeps as they are).
+func FuzzDecodeDataMatchesEncodingJSON(f *testing.F) {
+	for _, in := range decodeCases {
+		f.Add(in)
+	}
+	surrogate := regexp.MustCompile(`\\u[dD][89a-fA-F]`)
+	f.Fuzz(func(t *testing.T, in string) {
+		var v map[string]any
+		if !utf8.ValidString(in) || surrogate.MatchString(in) || json.Unmarshal([]byte(in), &v) != nil || v == nil {
+			return
+		}
+		checkDecode(t, in)
+	})
+}
+
+// decodeCases are data objects DecodeData must decode as encoding/json does.
+var decodeCases = []string{
+	`{}`,
+	` {"a":1} `,
+	`{"a\"b":"x\u00e9\n\\","n":-12345678901,"f":1.5e3,"big":123456789012345678901234,"t":true,"f2":false,"z":null}`,
+	`{"l":[[],[1,[2,{"k":[]}]],{"x":{}}],"d":1,"d":2}`,
+	`{"html":"<p>\u003c&amp;</p>","u":"\ud83d\ude00"}`,
+	"\t{ \"a\" :\r\n[ 1 , -0.5e-3 , { } , [ ] ] , \"b\\\\\" : \"\\\\\" }\n",
+	`{"deep":{"a":{"b":{"c":{"d":[[[{"e":"x]}[{"}]]]}}}}}`,
+}
+
+// checkDecode compares DecodeData on in with encoding/json (numbers as
+// int64 when integral), value and depth.
+func checkDecode(t *testing.T, in string) {
+	t.Helper()
+	got, depth, err := DecodeData([]byte(in))
+	if err != nil {
+		t.Fatalf("DecodeData(%s): %v", in, err)
+	}
+	var want map[string]any
+	dec := json.NewDecoder(strings.NewReader(in))
+	dec.UseNumber()
+	if err := dec.Decode(&want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, convertNumbers(want)) {
+		t.Errorf("DecodeData(%s)\n got %#v\nwant %#v", in, got, want)
+	}
+	if d := jsonDepth(want); depth != d {
+		t.Errorf("DecodeData(%s) depth %d, want %d", in, depth, d)
 	}
 }
 
