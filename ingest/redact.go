@@ -120,16 +120,8 @@ func inKey(b []byte, i int) (key bool, end int) {
 		j++
 	}
 	end = j
-	for j++; j < len(b); j++ {
-		switch b[j] {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case ':':
-			return true, end
-		}
-		return false, end
-	}
-	return false, end
+	j = schemas.SkipJSONSpace(b, j+1)
+	return j < len(b) && b[j] == ':', end
 }
 
 // hasFoldPrefix reports whether b starts with lower-case ASCII w, ignoring case.
@@ -169,15 +161,9 @@ type redactor struct {
 }
 
 func (r *redactor) ws() {
-	for r.pos < len(r.in) {
-		switch r.in[r.pos] {
-		case ' ', '\t', '\n', '\r':
-			r.out = append(r.out, r.in[r.pos])
-			r.pos++
-		default:
-			return
-		}
-	}
+	j := schemas.SkipJSONSpace(r.in, r.pos)
+	r.out = append(r.out, r.in[r.pos:j]...)
+	r.pos = j
 }
 
 // value handles one JSON value at pos. inAttachments: the value is an

@@ -396,7 +396,7 @@ type validator struct {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func (v *validator) skipSpace(p []byte, i int) int {
-	j := skipWS(p, i)
+	j := SkipJSONSpace(p, i)
 	v.space = v.space || j > i
 	return j
 }

@@ -117,20 +117,20 @@ func JSONMembers(b []byte) (m map[string]json.RawMessage, ok bool) {
 		return nil, false
 	}
 	m = make(map[string]json.RawMessage, 8)
-	i := skipWS(b, 1)
+	i := SkipJSONSpace(b, 1)
 	for i < len(b) && b[i] == '"' {
 		kEnd, _ := SkipJSONString(b, i)
 		key, ok := JSONString(b[i:kEnd])
 		if !ok {
 			return nil, false
 		}
-		i = skipWS(b, kEnd)
-		i = skipWS(b, i+1) // past ':'
+		i = SkipJSONSpace(b, kEnd)
+		i = SkipJSONSpace(b, i+1) // past ':'
 		vEnd, _ := SkipJSONValue(b, i)
 		m[key] = json.RawMessage(b[i:vEnd:vEnd])
-		i = skipWS(b, vEnd)
+		i = SkipJSONSpace(b, vEnd)
 		if i < len(b) && b[i] == ',' {
-			i = skipWS(b, i+1)
+			i = SkipJSONSpace(b, i+1)
 		}
 	}
 	return m, true
@@ -152,8 +152,9 @@ func JSONString(raw []byte) (string, bool) {
 	return s, true
 }
 
-// skipWS returns the index of the first non-whitespace byte at or after i.
-func skipWS(b []byte, i int) int {
+// SkipJSONSpace returns the index of the first byte at or after i that is
+// not JSON whitespace (or len(b)).
+func SkipJSONSpace(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}

@@ -30,16 +30,7 @@ type dataDecoder struct {
 }
 
 // skipSpace steps over insignificant whitespace.
-func (d *dataDecoder) skipSpace() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *dataDecoder) skipSpace() { d.i = schemas.SkipJSONSpace(d.b, d.i) }
 
 // expect steps over whitespace and then c, or fails.
 func (d *dataDecoder) expect(c byte) error {
