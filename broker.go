@@ -39,9 +39,10 @@ const (
 // loses nothing acknowledged; like Kafka's default, batches are not fsynced
 // unless --fsync is given (then they survive a machine crash too, at about
 // a third of the throughput). Without it their writeback is started every
-// --write-behind interval (runWriteBehind), so dirty pages never pile up. Topics are created on first use with N
-// partitions, and all state (records, topics, committed group offsets) is
-// reloaded from DIR on the next start.
+// --write-behind interval (runWriteBehind), so dirty pages never pile up.
+// Topics are created on first use with N partitions, and all state
+// (records, topics, committed group offsets) is reloaded from DIR on the
+// next start.
 func runBroker(args []string) error {
 	envProcs, err := envInt("SENDSTREAM_BROKER_PROCS", 1)
 	if err != nil {

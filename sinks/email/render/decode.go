@@ -53,8 +53,7 @@ func (d *dataDecoder) value() (any, int, error) {
 	}
 	switch c := d.b[d.i]; {
 	case c == '{':
-		m, depth, err := d.object()
-		return m, depth, err
+		return d.object()
 	case c == '[':
 		return d.array()
 	case c == '"':
