@@ -88,6 +88,39 @@ func TestListAndStatus(t *testing.T) {
 	if _, p := list(url.Values{"status": {"failed"}}); fmt.Sprint(idsOf(p)) != fmt.Sprint([]string{ids[2]}) {
 		t.Errorf("status filter: %v", idsOf(p))
 	}
+	// bounced, complained and failed are read through their own index (the
+	// generated problem column); the rest by reading newest first. Both
+	// follow a status that changes again.
+	e.exec("UPDATE transactional_messages SET status = 'bounced' WHERE id = ANY($1)", []string{ids[3], ids[5]})
+	e.exec("UPDATE transactional_messages SET status = 'sent' WHERE id = $1", ids[6])
+	for status, want := range map[string][]string{
+		"bounced": {ids[5], ids[3]}, "complained": nil, "failed": {ids[2]},
+		"sent": {ids[6]}, "queued": {ids[4], ids[1], ids[0]}, "delivered": nil,
+	} {
+		if st, p := list(url.Values{"status": {status}}); st != 200 || fmt.Sprint(idsOf(p)) != fmt.Sprint(want) {
+			t.Errorf("status %s: %d %v, want %v", status, st, idsOf(p), want)
+		}
+	}
+	if _, p := list(url.Values{"status": {"bounced"}, "limit": {"1"}}); fmt.Sprint(idsOf(p)) != fmt.Sprint([]string{ids[5]}) || p["nextBefore"] != ids[5] {
+		t.Errorf("bounced, first page of 1: %v %v", idsOf(p), p["nextBefore"])
+	}
+	if _, p := list(url.Values{"status": {"bounced"}, "limit": {"1"}, "before": {ids[5]}}); fmt.Sprint(idsOf(p)) != fmt.Sprint([]string{ids[3]}) {
+		t.Errorf("bounced, second page of 1: %v", idsOf(p))
+	}
+	if _, p := list(url.Values{"status": {"bounced"}, "to": {"b@example.test"}, "externalId": {"ext-5"}}); fmt.Sprint(idsOf(p)) != fmt.Sprint([]string{ids[5]}) {
+		t.Errorf("bounced with to and externalId: %v", idsOf(p))
+	}
+	e.exec("UPDATE transactional_messages SET status = 'complained' WHERE id = $1", ids[3])
+	if _, p := list(url.Values{"status": {"complained"}}); fmt.Sprint(idsOf(p)) != fmt.Sprint([]string{ids[3]}) {
+		t.Errorf("complained after bounced: %v", idsOf(p))
+	}
+	if _, p := list(url.Values{"status": {"bounced"}}); fmt.Sprint(idsOf(p)) != fmt.Sprint([]string{ids[5]}) {
+		t.Errorf("bounced after one complained: %v", idsOf(p))
+	}
+	if st, p := e.call("GET", "/api/v1/transactional?status=bounced", otherKey, nil); st != 200 || len(idsOf(p)) != 0 {
+		t.Errorf("another workspace's bounced: %d %v", st, p)
+	}
+	e.exec("UPDATE transactional_messages SET status = 'queued' WHERE id = ANY($1)", []string{ids[3], ids[5], ids[6]})
 	if _, p := list(url.Values{"externalId": {"ext-4"}}); fmt.Sprint(idsOf(p)) != fmt.Sprint([]string{ids[4]}) {
 		t.Errorf("externalId filter: %v", idsOf(p))
 	}
