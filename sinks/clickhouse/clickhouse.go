@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"net"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -153,9 +152,9 @@ func Migrate(ctx context.Context, conn driver.Conn, db string) error {
 // MigrateFS is Migrate for the *.sql files of dir in fsys (tests use it with
 // their own files).
 func MigrateFS(ctx context.Context, conn driver.Conn, db string, fsys fs.FS, dir string) error {
-	names, err := migrationNames(fsys, dir)
+	names, err := schemas.MigrationNames(fsys, dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("clickhouse migrate: %w", err)
 	}
 	var current string
 	if err := conn.QueryRow(ctx, sqlCurrentDatabase).Scan(&current); err != nil {
@@ -265,20 +264,4 @@ func SplitStatements(body string) []string {
 	}
 	flush()
 	return out
-}
-
-// migrationNames lists dir/*.sql in file-name order.
-func migrationNames(fsys fs.FS, dir string) ([]string, error) {
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, fmt.Errorf("clickhouse migrate: list migrations: %w", err)
-	}
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".sql") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	return names, nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -120,9 +119,9 @@ func LookupPool(ctx context.Context, base *pgxpool.Pool, maxConns int, asyncComm
 // It is idempotent; an error names the migration that failed, and the
 // migrations before it stay applied.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	names, err := migrationNames()
+	names, err := schemas.MigrationNames(schemas.Migrations, "postgres")
 	if err != nil {
-		return err
+		return fmt.Errorf("postgres migrate: %w", err)
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -179,20 +178,4 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 	}
 	return nil
-}
-
-// migrationNames lists schemas/postgres/*.sql in file-name order.
-func migrationNames() ([]string, error) {
-	entries, err := fs.ReadDir(schemas.Migrations, "postgres")
-	if err != nil {
-		return nil, fmt.Errorf("postgres migrate: list migrations: %w", err)
-	}
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".sql") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	return names, nil
 }
