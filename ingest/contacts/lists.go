@@ -175,19 +175,9 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
 		if t.Email != "" {
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("plan mode: %w", err)
-			}
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("lock contact stats: %w", err)
-			}
-			q, err := br.Query()
+			rows, err := readUpserts(br)
 			if err != nil {
 				return fmt.Errorf("create contact: %w", err)
-			}
-			rows, err := scanUpsertRows(q)
-			if err != nil {
-				return err
 			}
 			if len(rows) != 1 {
 				return fmt.Errorf("create contact: %d result rows", len(rows))

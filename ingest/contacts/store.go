@@ -211,12 +211,29 @@ func encodeCustom(m map[string]any) (*string, error) {
 	return ptr(string(b)), nil
 }
 
-// queue adds lock_for_create.sql and upsert_contacts.sql to b.
+// queue adds the plan-mode setting, lock_for_create.sql and
+// upsert_contacts.sql to b; readUpserts reads their results.
 func (a *upsertArgs) queue(b *pgx.Batch, ws string, updateExisting bool, shard int) {
 	b.Queue(sqlGenericPlans)
 	b.Queue(sqlLockForCreate, ws, a.emails)
 	b.Queue(sqlUpsertContacts, ws, a.ids, a.emails, a.firstNames, a.countries, a.languages,
 		a.custom, a.sources, a.metadata, a.statuses, updateExisting, shard)
+}
+
+// readUpserts reads the three results upsertArgs.queue queued, in order,
+// and returns the upsert's rows.
+func readUpserts(br pgx.BatchResults) ([]upsertRow, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("plan mode: %w", err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("lock contact stats: %w", err)
+	}
+	q, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("upsert contacts: %w", err)
+	}
+	return scanUpsertRows(q)
 }
 
 // upsertRow is one result row of upsert_contacts.sql.
@@ -274,17 +291,8 @@ func (s *Store) execUpserts(ctx context.Context, ws string, shard int, batch []*
 		a.queue(b, ws, true, shard)
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("plan mode: %w", err)
-		}
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("lock contact stats: %w", err)
-		}
-		q, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("upsert contacts: %w", err)
-		}
-		if rows, err = scanUpsertRows(q); err != nil {
+		var err error
+		if rows, err = readUpserts(br); err != nil {
 			return err
 		}
 		return br.Close()
