@@ -110,10 +110,28 @@ type Check struct {
 	Target string  `json:"target"`
 	Actual float64 `json:"actual"`
 	Pass   bool    `json:"pass"`
+	// Baseline is the bare baseline's value of the same measure in the same
+	// run (open-loop latencies at the same rate), when it has one.
+	Baseline float64 `json:"baseline,omitempty"`
+	// BaselineMissed: the baseline misses the target too, so this host
+	// cannot judge the line (the verdict stands; the summary says so).
+	BaselineMissed bool `json:"baselineMissed,omitempty"`
 }
 
 func (r *Report) check(name, target string, actual float64, pass bool) {
 	r.Checks = append(r.Checks, Check{Name: name, Target: target, Actual: round3(actual), Pass: pass})
+}
+
+// latencyCheck adds the check "name ≤ limit ms" of an open-loop latency,
+// with the bare baseline's value at the same rate (nil: not measured).
+func (r *Report) latencyCheck(name string, limit time.Duration, actual float64, baseline *load.Result, of func(load.Summary) float64) {
+	ms := load.Ms(limit)
+	c := Check{Name: name, Target: fmt.Sprintf("≤ %g", ms), Actual: round3(actual), Pass: actual <= ms}
+	if baseline != nil {
+		c.Baseline = round3(of(baseline.Latency))
+		c.BaselineMissed = c.Baseline > ms
+	}
+	r.Checks = append(r.Checks, c)
 }
 
 // Write stores the report as JSON in dir and remembers the file name.
@@ -174,6 +192,9 @@ func (r *Report) Summary() string {
 	for _, c := range r.Checks {
 		if !c.Pass {
 			fmt.Fprintf(&b, " | missed %s: %g (target %s)", c.Name, c.Actual, c.Target)
+			if c.BaselineMissed {
+				fmt.Fprintf(&b, "; the bare baseline misses it too (%g), so this host cannot judge the line", c.Baseline)
+			}
 		}
 	}
 	if r.Error != "" {

@@ -623,10 +623,10 @@ func (r *runner) evaluate() {
 		ol := r.b.OpenLoop[i]
 		l := o.System.Latency
 		if ol.P50Max > 0 {
-			rep.check("p50 ms at "+o.Label, fmt.Sprintf("≤ %g", load.Ms(ol.P50Max)), l.P50Ms, l.P50Ms <= load.Ms(ol.P50Max))
+			rep.latencyCheck("p50 ms at "+o.Label, ol.P50Max, l.P50Ms, o.Baseline, func(s load.Summary) float64 { return s.P50Ms })
 		}
 		if ol.P99Max > 0 {
-			rep.check("p99 ms at "+o.Label, fmt.Sprintf("≤ %g", load.Ms(ol.P99Max)), l.P99Ms, l.P99Ms <= load.Ms(ol.P99Max))
+			rep.latencyCheck("p99 ms at "+o.Label, ol.P99Max, l.P99Ms, o.Baseline, func(s load.Summary) float64 { return s.P99Ms })
 		}
 		if ol.RSSMaxMB > 0 {
 			rep.check("rss MB at "+o.Label, fmt.Sprintf("≤ %g", ol.RSSMaxMB), o.RSSMaxMB, o.RSSMaxMB <= ol.RSSMaxMB)

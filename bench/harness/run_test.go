@@ -109,3 +109,45 @@ func TestEvaluateFailsMissedTargets(t *testing.T) {
 		t.Fatalf("every target met must pass: %+v", r.rep.Checks)
 	}
 }
+
+// TestLatencyMissSharedByTheBaseline: an open-loop latency miss is a fail
+// either way; the check carries the bare baseline's value, and the summary
+// says the host cannot judge the line only when the baseline misses too.
+func TestLatencyMissSharedByTheBaseline(t *testing.T) {
+	run := func(baselineP99 float64) *Report {
+		r := &runner{b: &Benchmark{Name: "x", OpenLoop: []OpenLoop{{Rate: 1000, P50Max: 3 * time.Millisecond, P99Max: 15 * time.Millisecond}}}}
+		r.rep = &Report{Name: "x", OpenLoop: []OpenLoopRun{{
+			Label:    "1000/s",
+			System:   &load.Result{Requests: 100, OK: 100, Latency: load.Summary{P50Ms: 1, P99Ms: 24.4}},
+			Baseline: &load.Result{Latency: load.Summary{P50Ms: 0.7, P99Ms: baselineP99}},
+		}}}
+		r.evaluate()
+		return r.rep
+	}
+	slow := run(21)
+	if slow.Pass {
+		t.Fatalf("p99 24.4 > 15 must fail whatever the baseline did: %+v", slow.Checks)
+	}
+	var p99, p50 Check
+	for _, c := range slow.Checks {
+		switch c.Name {
+		case "p99 ms at 1000/s":
+			p99 = c
+		case "p50 ms at 1000/s":
+			p50 = c
+		}
+	}
+	if p99.Pass || p99.Baseline != 21 || !p99.BaselineMissed {
+		t.Fatalf("p99 check %+v", p99)
+	}
+	if !p50.Pass || p50.Baseline != 0.7 || p50.BaselineMissed {
+		t.Fatalf("p50 check %+v", p50)
+	}
+	if s := slow.Summary(); !strings.Contains(s, "missed p99 ms at 1000/s: 24.4 (target ≤ 15); the bare baseline misses it too (21), so this host cannot judge the line") {
+		t.Fatalf("summary %q", s)
+	}
+	fast := run(1.3)
+	if fast.Pass || strings.Contains(fast.Summary(), "cannot judge") {
+		t.Fatalf("a miss the baseline does not share: pass %v, summary %q", fast.Pass, fast.Summary())
+	}
+}
