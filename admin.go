@@ -201,16 +201,21 @@ func adminStore(ctx context.Context, env *adminEnv) (*auth.Store, error) {
 	return auth.NewStore(pg), nil
 }
 
-// requireWorkspace fails with a clear message when the workspace does not exist.
-func requireWorkspace(ctx context.Context, s *auth.Store, ws string) error {
+// adminWorkspaceStore is adminStore for a command on workspace ws: it fails
+// with a clear message when the workspace does not exist.
+func adminWorkspaceStore(ctx context.Context, env *adminEnv, ws string) (*auth.Store, error) {
+	s, err := adminStore(ctx, env)
+	if err != nil {
+		return nil, err
+	}
 	ok, err := s.WorkspaceExists(ctx, ws)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !ok {
-		return fmt.Errorf("workspace %s does not exist", ws)
+		return nil, fmt.Errorf("workspace %s does not exist", ws)
 	}
-	return nil
+	return s, nil
 }
 
 func adminWorkspaceCreate(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args []string) (any, error) {
@@ -280,11 +285,8 @@ func adminAPIKeyCreate(ctx context.Context, env *adminEnv, fs *flag.FlagSet, arg
 			return nil, fmt.Errorf("unknown scope %q (valid: %s)", s, strings.Join(auth.Scopes, ", "))
 		}
 	}
-	s, err := adminStore(ctx, env)
+	s, err := adminWorkspaceStore(ctx, env, *ws)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireWorkspace(ctx, s, *ws); err != nil {
 		return nil, err
 	}
 	id, key, err := s.CreateAPIKey(ctx, *ws, *name, sc, exp)
@@ -318,11 +320,8 @@ func adminMemberCreate(ctx context.Context, env *adminEnv, fs *flag.FlagSet, arg
 	if err := parseFlags(fs, args, "workspace", "email", "password", "role"); err != nil {
 		return nil, err
 	}
-	s, err := adminStore(ctx, env)
+	s, err := adminWorkspaceStore(ctx, env, *ws)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireWorkspace(ctx, s, *ws); err != nil {
 		return nil, err
 	}
 	id, err := s.CreateMember(ctx, *ws, *email, *password, *role)
@@ -338,11 +337,8 @@ func adminTrackingTokenCreate(ctx context.Context, env *adminEnv, fs *flag.FlagS
 	if err := parseFlags(fs, args, "workspace"); err != nil {
 		return nil, err
 	}
-	s, err := adminStore(ctx, env)
+	s, err := adminWorkspaceStore(ctx, env, *ws)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireWorkspace(ctx, s, *ws); err != nil {
 		return nil, err
 	}
 	id, tok, err := s.CreateTrackingToken(ctx, *ws, splitList(*domains))

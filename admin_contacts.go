@@ -56,11 +56,7 @@ func adminCustomFieldCreate(ctx context.Context, env *adminEnv, fs *flag.FlagSet
 
 // adminContacts returns a contacts store after checking that ws exists.
 func adminContacts(ctx context.Context, env *adminEnv, ws string) (*contacts.Store, error) {
-	s, err := adminStore(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireWorkspace(ctx, s, ws); err != nil {
+	if _, err := adminWorkspaceStore(ctx, env, ws); err != nil {
 		return nil, err
 	}
 	return contacts.NewStore(env.pg), nil

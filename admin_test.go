@@ -146,3 +146,25 @@ func TestAdminRequests(t *testing.T) {
 		t.Fatalf("--since ignored: %v", m)
 	}
 }
+
+// TestAdminUnknownWorkspace: every command on one workspace refuses a
+// workspace that does not exist, naming it, before it changes anything.
+func TestAdminUnknownWorkspace(t *testing.T) {
+	stack.PG(t)
+	const ws = "00000000000000000000000000000000"
+	for _, args := range [][]string{
+		{"apikey", "create", "--workspace", ws},
+		{"member", "create", "--workspace", ws, "--email", "m@example.com", "--password", "longenough", "--role", "member"},
+		{"tracking-token", "create", "--workspace", ws},
+		{"list", "create", "--workspace", ws, "--name", "News"},
+		{"custom-field", "create", "--workspace", ws, "--key", "plan"},
+		{"template", "create", "--workspace", ws, "--file", "deploy/examples/template.json"},
+		{"send-policy", "create", "--workspace", ws, "--key", "news", "--kind", "marketing"},
+		{"domain", "add", "--workspace", ws, "--domain", "example.com"},
+	} {
+		_, err := admin(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "workspace "+ws+" does not exist") {
+			t.Errorf("admin %v: %v, want the workspace named as missing", args, err)
+		}
+	}
+}

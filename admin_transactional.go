@@ -26,11 +26,7 @@ func init() {
 // adminTransactional returns the transactional store after checking that
 // ws exists.
 func adminTransactional(ctx context.Context, env *adminEnv, ws string) (*transactional.Store, error) {
-	s, err := adminStore(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	if err := requireWorkspace(ctx, s, ws); err != nil {
+	if _, err := adminWorkspaceStore(ctx, env, ws); err != nil {
 		return nil, err
 	}
 	return transactional.NewStore(env.pg), nil
