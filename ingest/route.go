@@ -48,9 +48,14 @@ type Call struct {
 	// outside strings (the server checked it), so any member of it can be
 	// copied into an envelope payload as compact JSON.
 	BodyCompact bool
-	Query       func(name string) string
-	Header      func(name string) string
-	RequestID   string // the id minted for this call (also the request-log id)
+	// Query returns a query parameter, percent-decoded ("" when absent).
+	Query func(name string) string
+	// HasQuery reports whether the query string names the parameter at all
+	// (even empty, as in ?limit=): a parameter that is present must be
+	// valid, never silently replaced by its default.
+	HasQuery  func(name string) bool
+	Header    func(name string) string
+	RequestID string // the id minted for this call (also the request-log id)
 }
 
 // Message is one envelope to publish to a topic before answering.

@@ -302,12 +302,14 @@ type reqState struct {
 	spans  [maxParams]paramSpan
 	header func(string) string
 	query  func(string) string
+	has    func(string) bool
 }
 
 func newReqState() *reqState {
 	st := &reqState{}
 	st.header = func(name string) string { return string(st.rc.Request.Header.Peek(name)) }
 	st.query = func(name string) string { return string(st.rc.QueryArgs().Peek(name)) }
+	st.has = func(name string) bool { return st.rc.QueryArgs().Has(name) }
 	return st
 }
 
@@ -361,7 +363,7 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start t
 	c := &st.call
 	*c = Call{
 		Ctx: ctx, Principal: p, Method: string(rc.Method()), Path: string(rc.Path()),
-		Body: rc.PostBody(), BodyCompact: compact, Query: st.query, Header: st.header, RequestID: schemas.NewIDAt(start),
+		Body: rc.PostBody(), BodyCompact: compact, Query: st.query, HasQuery: st.has, Header: st.header, RequestID: schemas.NewIDAt(start),
 	}
 	if len(rt.params) > 0 {
 		c.Params = make(map[string]string, len(rt.params))
