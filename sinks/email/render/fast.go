@@ -97,6 +97,9 @@ func appendFast(out *[]fastNode, n render.Node, mode Mode) bool {
 		*out = append(*out, fastNode{kind: fastText, text: n.Source})
 		return true
 	case *render.TagNode:
+		if n.Name == tickName { // the fast loop counts its iterations itself
+			return true
+		}
 		if n.Name != escapeName || mode != HTML {
 			return false
 		}
@@ -311,6 +314,8 @@ func (l *loopState) prop(key string) any {
 type fastRun struct {
 	vars   map[string]any
 	frames []fastFrame // enclosing loops, innermost last
+	m      *meter      // the render's budget
+	base   int         // len(dst) when the render started
 }
 
 type fastFrame struct {
@@ -319,11 +324,28 @@ type fastFrame struct {
 	loop *loopState
 }
 
-// renderFast renders nodes onto dst; false means the library must render
-// the template instead.
+// renderFast renders nodes onto dst under the default budget; false means
+// the library must render the template instead.
 func renderFast(dst []byte, nodes []fastNode, vars map[string]any) ([]byte, bool) {
-	r := fastRun{vars: vars}
-	return r.nodes(dst, nodes)
+	return renderFastMetered(dst, nodes, vars, newMeter(DefaultBudget()))
+}
+
+// renderFastMetered is renderFast counting loop iterations and output
+// against m; false with m.err set means a budget was exceeded, false
+// without it that the library must render the template instead.
+func renderFastMetered(dst []byte, nodes []fastNode, vars map[string]any, m *meter) ([]byte, bool) {
+	r := fastRun{vars: vars, m: m, base: len(dst)}
+	dst, ok := r.nodes(dst, nodes)
+	return dst, ok && r.outputOK(dst)
+}
+
+// outputOK checks the output so far against the budget.
+func (r *fastRun) outputOK(dst []byte) bool {
+	if r.m.out+int64(len(dst)-r.base) > r.m.b.MaxOutputBytes {
+		r.m.fail(BudgetOutput)
+		return false
+	}
+	return true
 }
 
 func (r *fastRun) nodes(dst []byte, nodes []fastNode) ([]byte, bool) {
@@ -371,6 +393,9 @@ func (r *fastRun) loop(dst []byte, n *fastNode) ([]byte, bool) {
 	r.frames = append(r.frames, fastFrame{name: n.name, loop: st})
 	top := len(r.frames) - 1
 	for i, it := range items {
+		if !r.m.iter() || !r.outputOK(dst) {
+			return dst, false
+		}
 		st.i = i
 		r.frames[top].item = it
 		if dst, ok = r.nodes(dst, n.body); !ok {

@@ -28,7 +28,7 @@ func fastAndLiquid(t testing.TB, e *Engine, src string, mode Mode, data string) 
 		out, ok := renderFast(nil, tpl.fast, bind().m)
 		fast, fastOK = string(out), ok
 	}
-	lib, libErr = tpl.renderLiquid(bind(), 0)
+	lib, libErr = tpl.renderLiquid(bind(), 0, newMeter(DefaultBudget()))
 	return fast, lib, fastOK, libErr
 }
 

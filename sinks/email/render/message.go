@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"html"
 	"strings"
 )
@@ -90,21 +91,30 @@ func (e *Engine) Compile(src Source) (*Compiled, error) {
 	return c, nil
 }
 
-// Render renders every part. The subject and preheader are single lines
-// (line breaks become spaces); a missing text part is derived from the
-// rendered HTML. The error is a *RenderError naming the part.
+// Render renders every part, all of them under one budget (the engine's:
+// loop iterations, output bytes and time are counted across the parts).
+// The subject and preheader are single lines (line breaks become spaces); a
+// missing text part is derived from the rendered HTML. The error is a
+// *RenderError, or a *BudgetError, naming the part.
 func (c *Compiled) Render(b Bindings) (Output, error) {
 	var out Output
 	b, err := b.forRender()
 	if err != nil {
 		return out, err
 	}
+	m := newMeter(c.Subject.budget)
 	run := func(name string, t *Template) string {
 		if err != nil || t == nil {
 			return ""
 		}
-		s, rerr := t.Render(b)
-		if rerr != nil {
+		s, rerr := t.render(b, m)
+		var be *BudgetError
+		switch {
+		case errors.As(rerr, &be):
+			named := *be
+			named.Part = name
+			err = &named
+		case rerr != nil:
 			err = &RenderError{Msg: name + ": " + rerr.Error()}
 		}
 		return s
@@ -120,8 +130,9 @@ func (c *Compiled) Render(b Bindings) (Output, error) {
 	return out, err
 }
 
-// Check renders every part as Render does but does not derive a missing
-// text part: it reports whether the message renders, at less cost.
+// Check renders every part as Render does, under the same budget, but does
+// not derive a missing text part: it reports whether the message renders
+// (a *RenderError or *BudgetError when it does not), at less cost.
 func (c *Compiled) Check(b Bindings) error {
 	cc := *c
 	cc.skipText = true

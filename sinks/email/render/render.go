@@ -19,7 +19,6 @@ import (
 	"html"
 	"io"
 	"reflect"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +26,6 @@ import (
 
 	"github.com/osteele/liquid"
 	"github.com/osteele/liquid/expressions"
-	"github.com/osteele/liquid/filters"
 	"github.com/osteele/liquid/parser"
 	"github.com/osteele/liquid/render"
 	"github.com/osteele/liquid/tags"
@@ -67,9 +65,10 @@ func (e *RenderError) Error() string { return e.Msg }
 // Engine parses and caches templates. It is safe for concurrent use; create
 // one per process and share it.
 type Engine struct {
-	cfg   render.Config
-	mu    sync.Mutex
-	cache map[cacheKey]*cacheEntry
+	cfg    render.Config
+	budget Budget
+	mu     sync.Mutex
+	cache  map[cacheKey]*cacheEntry
 	// compiled holds each Compiled by its parts (cached templates); it is
 	// emptied when it reaches max entries, and entries whose templates were
 	// evicted are unreachable by key and go with it.
@@ -93,25 +92,40 @@ type cacheEntry struct {
 }
 
 // NewEngine returns an Engine that keeps at most maxCached parsed templates
-// (default 4096 when maxCached ≤ 0); the least recently used go first.
+// (default 4096 when maxCached ≤ 0; the least recently used go first) and
+// renders under DefaultBudget.
 func NewEngine(maxCached int) *Engine {
+	return NewEngineWithBudget(maxCached, DefaultBudget())
+}
+
+// NewEngineWithBudget is NewEngine with every render of its templates
+// bounded by b (zero fields take their defaults; b must pass Validate).
+func NewEngineWithBudget(maxCached int, b Budget) *Engine {
 	if maxCached <= 0 {
 		maxCached = 4096
 	}
+	b = b.withDefaults()
 	cfg := render.NewConfig()
-	filters.AddStandardFilters(&cfg)
 	tags.AddStandardTags(cfg)
+	addBoundedFilters(&cfg, b)
 	cfg.AddFilter(escapeName, escapeValue)
 	cfg.AddTag(escapeName, compileEscape)
-	return &Engine{cfg: cfg, cache: map[cacheKey]*cacheEntry{}, compiled: map[[4]*Template]*Compiled{}, max: maxCached}
+	cfg.AddTag("assign", assignTag)
+	cfg.AddTag(tickName, tickTag)
+	cfg.AddBlock(captureName).Compiler(captureTag)
+	return &Engine{cfg: cfg, budget: b, cache: map[cacheKey]*cacheEntry{}, compiled: map[[4]*Template]*Compiled{}, max: maxCached}
 }
+
+// Budget returns the budget every render of the engine's templates has.
+func (e *Engine) Budget() Budget { return e.budget }
 
 // Template is one parsed source. Render may be called concurrently.
 type Template struct {
-	mode Mode
-	root render.Node
-	cfg  *render.Config
-	vars []string // every variable path read, sorted, without duplicates
+	mode   Mode
+	root   render.Node
+	cfg    *render.Config
+	budget Budget
+	vars   []string // every variable path read, sorted, without duplicates
 	// fast is the template translated for renderFast; nil (with fastOK
 	// false) when it uses more of Liquid than renderFast knows.
 	fast   []fastNode
@@ -180,11 +194,10 @@ func (e *Engine) Cached() int {
 }
 
 func (e *Engine) parse(src string, mode Mode) (*Template, error) {
-	source := src
-	if mode == HTML {
-		source = escapeObjects(src)
+	if strings.Contains(src, reservedPrefix) {
+		return nil, &SyntaxError{Msg: "names starting with " + reservedPrefix + " are reserved"}
 	}
-	root, serr := e.cfg.Compile(source, parser.SourceLoc{})
+	root, serr := e.cfg.Compile(rewrite(src, mode), parser.SourceLoc{})
 	if serr != nil {
 		return nil, &SyntaxError{Msg: cleanMessage(serr.Error())}
 	}
@@ -193,48 +206,88 @@ func (e *Engine) parse(src string, mode Mode) (*Template, error) {
 		return nil, err
 	}
 	fast, ok := translate(root, mode)
-	return &Template{mode: mode, root: root, cfg: &e.cfg, vars: vars, fast: fast, fastOK: ok}, nil
+	return &Template{mode: mode, root: root, cfg: &e.cfg, budget: e.budget, vars: vars, fast: fast, fastOK: ok}, nil
 }
 
-// Render renders the template with b. A *RenderError reports a failure of
-// the template itself; values the bindings lack render empty.
+// Render renders the template with b under its engine's budget. A
+// *RenderError reports a failure of the template itself, a *BudgetError a
+// render that exceeded its budget; values the bindings lack render empty.
 func (t *Template) Render(b Bindings) (string, error) {
 	b, err := b.forRender()
 	if err != nil {
 		return "", err
 	}
-	n := t.lastLen.Load()
+	return t.render(b, newMeter(t.budget))
+}
+
+// render renders with bindings already prepared, counting against m (one
+// meter per message, shared by its parts).
+func (t *Template) render(b Bindings, m *meter) (string, error) {
+	n := min(t.lastLen.Load(), m.b.MaxOutputBytes)
 	if t.fastOK {
-		if out, ok := renderFast(make([]byte, 0, n+n/8), t.fast, b.m); ok {
+		iters := m.iters
+		out, ok := renderFastMetered(make([]byte, 0, n+n/8), t.fast, b.m, m)
+		if m.err != nil {
+			return "", m.err
+		}
+		if ok {
+			m.out += int64(len(out))
 			t.lastLen.Store(int64(len(out)))
 			return bytesString(out), nil
 		}
+		m.iters = iters // the library renders it again from the start
 	}
-	return t.renderLiquid(b, n)
+	return t.renderLiquid(b, n, m)
 }
 
-// renderLiquid renders through osteele/liquid; n is the expected size.
-func (t *Template) renderLiquid(b Bindings, n int64) (string, error) {
+// renderLiquid renders through osteele/liquid; n is the expected size. The
+// meter is bound under a reserved name for the tick, assign and capture
+// tags; a budget exceeded inside a filter, or a write refused mid-way
+// (which the library answers with a panic), ends the render with m.err.
+func (t *Template) renderLiquid(b Bindings, n int64, m *meter) (s string, err error) {
 	var out strings.Builder
 	out.Grow(int(n + n/8))
-	if err := render.Render(t.root, &out, b.m, *t.cfg); err != nil {
-		return "", &RenderError{Msg: cleanMessage(err.Error())}
+	vars := make(map[string]any, len(b.m)+1)
+	for k, v := range b.m {
+		vars[k] = v
+	}
+	vars[meterName] = m
+	defer func() {
+		if r := recover(); r != nil {
+			if p, ok := r.(budgetPanic); ok {
+				m.fail(p.kind)
+			}
+			if m.err == nil {
+				panic(r)
+			}
+			s, err = "", m.err
+		}
+	}()
+	rerr := render.Render(t.root, outWriter{m: m, w: &out}, vars, *t.cfg)
+	if m.err != nil {
+		return "", m.err
+	}
+	if rerr != nil {
+		return "", &RenderError{Msg: cleanMessage(rerr.Error())}
 	}
 	t.lastLen.Store(int64(out.Len()))
 	return out.String(), nil
 }
 
 // cleanMessage drops the library's "Liquid error" prefix noise and shows
-// an escaped object as the author wrote it, not as escapeObjects rewrote it.
+// an escaped object as the author wrote it, not as rewrite rewrote it.
 func cleanMessage(s string) string {
 	s = strings.TrimPrefix(s, "Liquid error: ")
 	s = strings.TrimPrefix(s, "Liquid exception: ")
 	return authored(s)
 }
 
-// authored turns the escape tags and filters that escapeObjects wrote back
-// into the {{ … }} they came from.
+// authored turns what rewrite wrote back into what the author wrote: the
+// escape tags and filters into the {{ … }} they came from, without the
+// tick tags, capture for the bounded capture.
 func authored(s string) string {
+	s = strings.ReplaceAll(s, tickTagSource, "")
+	s = strings.ReplaceAll(s, captureName, "capture")
 	s = strings.ReplaceAll(s, " | "+escapeName, "")
 	for _, r := range [][2]string{{"{% " + escapeName + " ", "{{ "}, {"{%- " + escapeName + " ", "{{- "}} {
 		for {
@@ -317,60 +370,6 @@ func writeValue(b *strings.Builder, v any) {
 	default:
 		fmt.Fprint(b, v)
 	}
-}
-
-// endsEscaped matches an expression whose last filter already escapes.
-var endsEscaped = regexp.MustCompile(`\|\s*(escape|escape_once)\s*$`)
-
-// escapeObjects rewrites an HTML template so every {{ expr }} becomes
-// {% __sendstream_html expr %} (or {{ expr | __sendstream_html }} when the
-// expression holds "%}"), keeping whitespace-control markers.
-// Output inside {% raw %} is left alone, {{ x }} of a name filled by
-// {% capture x %} is not escaped again (its inner objects already were),
-// nor is an expression that ends with the escape or escape_once filter.
-func escapeObjects(src string) string {
-	toks := parser.Scan(src, parser.SourceLoc{}, nil)
-	var b strings.Builder
-	b.Grow(len(src) + 32)
-	captured := map[string]bool{}
-	inRaw := false
-	for _, t := range toks {
-		switch t.Type {
-		case parser.TextTokenType:
-			b.WriteString(t.Source)
-		case parser.TagTokenType:
-			switch t.Name {
-			case "raw":
-				inRaw = true
-			case "endraw":
-				inRaw = false
-			case "capture":
-				captured[strings.TrimSpace(t.Args)] = true
-			}
-			b.WriteString(t.Source)
-		case parser.ObjTokenType:
-			args := strings.TrimSpace(t.Args)
-			if inRaw || captured[args] || endsEscaped.MatchString(args) {
-				b.WriteString(t.Source)
-				continue
-			}
-			lead, trail := " ", " " // with the whitespace-control markers
-			if strings.HasPrefix(t.Source, "{{-") {
-				lead = "- "
-			}
-			if strings.HasSuffix(t.Source, "-}}") {
-				trail = " -"
-			}
-			if strings.Contains(args, "%}") { // a tag cannot hold it
-				b.WriteString("{{" + lead + args + " | " + escapeName + trail + "}}")
-			} else {
-				b.WriteString("{%" + lead + escapeName + " " + args + trail + "%}")
-			}
-		}
-		// Trim tokens carry no source: the markers are inside the
-		// neighbouring object or tag source.
-	}
-	return b.String()
 }
 
 // collect walks the parsed tree and returns the variable paths it reads.
@@ -460,7 +459,7 @@ func (w *walker) block(n *render.BlockNode, sc scope) error {
 	switch n.Name {
 	case "raw", "comment":
 		return nil
-	case "capture":
+	case captureName:
 		name := strings.TrimSpace(n.Args)
 		for _, c := range n.Body {
 			if err := w.node(c, sc); err != nil {
