@@ -3,8 +3,13 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"net"
 	"strconv"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"sendstream/schemas"
 )
@@ -93,7 +98,28 @@ func (s *Server) readyz(c *Call) Result {
 	return OK(200, health{Status: "ok"})
 }
 
-func (s *Server) metricsText(*Call) Result {
+// metricsText is GET /metrics on the public listener: 404 unless
+// Config.MetricsToken is set, then only with that bearer token (401
+// otherwise). ServeMetrics serves the same text on a separate listener.
+func (s *Server) metricsText(c *Call) Result {
+	if s.cfg.MetricsToken == "" {
+		return Fail(404, "not_found", "No route for GET /metrics")
+	}
+	tok, ok := bearer([]byte(c.Header("Authorization")))
+	if !ok || !sameSecret(tok, s.cfg.MetricsToken) {
+		return unauthorized("GET /metrics needs the metrics token: send Authorization: Bearer <SENDSTREAM_METRICS_TOKEN>")
+	}
+	return s.metricsAnswer()
+}
+
+// sameSecret compares a presented secret with the configured one in
+// constant time (over their hashes, so the length leaks nothing either).
+func sameSecret(got []byte, want string) bool {
+	a, b := sha256.Sum256(got), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+func (s *Server) metricsAnswer() Result {
 	var b bytes.Buffer
 	if err := s.deps.Metrics.WritePrometheus(&b); err != nil {
 		return Fail(500, "internal_error", "writing metrics: "+err.Error())
@@ -102,4 +128,40 @@ func (s *Server) metricsText(*Call) Result {
 		s.deps.ExtraMetrics(&b)
 	}
 	return Result{Status: 200, Raw: b.Bytes(), ContentType: "text/plain; version=0.0.4; charset=utf-8"}
+}
+
+// ServeMetrics serves GET /metrics, without a token, on ln (a separate,
+// private listen address: SENDSTREAM_METRICS_LISTEN) until Shutdown; every
+// other request there answers 404. Call it beside Serve, before Shutdown.
+func (s *Server) ServeMetrics(ln net.Listener) error {
+	srv := &fasthttp.Server{
+		Name:                  "sendstream-metrics",
+		NoDefaultServerHeader: true,
+		NoDefaultContentType:  true,
+		CloseOnShutdown:       true,
+		ReadTimeout:           s.cfg.ReadTimeout,
+		IdleTimeout:           s.cfg.ReadTimeout,
+		Logger:                fastLogger{s.log},
+		Handler: func(rc *fasthttp.RequestCtx) {
+			baseHeaders(&rc.Response.Header, rc.Path())
+			if string(rc.Path()) != "/metrics" || !(rc.IsGet() || rc.IsHead()) {
+				writeError(rc, 404, ErrorBody{Error: "Only GET /metrics is served here", Code: "not_found"})
+				return
+			}
+			res := s.metricsAnswer()
+			rc.SetStatusCode(res.Status)
+			if res.ContentType != "" {
+				rc.SetContentType(res.ContentType)
+			}
+			rc.SetBody(encodeBody(res))
+		},
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ln.Close()
+	}
+	s.extra = append(s.extra, srv)
+	s.mu.Unlock()
+	return srv.Serve(ln)
 }

@@ -52,6 +52,7 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 	}
 
 	rc.SetStatusCode(status)
+	pageHeaders(&rc.Response.Header, res.ContentType)
 	for k, v := range res.Headers {
 		rc.Response.Header.Set(k, v)
 	}

@@ -60,6 +60,11 @@ type Config struct {
 	ReadTimeout time.Duration
 	// RateLimit tunes lease sizes; see package ratelimit.
 	RateLimit ratelimit.Options
+	// MetricsToken, when set, opens GET /metrics on the public listener to
+	// requests with Authorization: Bearer <MetricsToken> (401 without it);
+	// when empty the public /metrics answers 404. ServeMetrics serves the
+	// metrics on a separate listener instead.
+	MetricsToken string
 }
 
 // Validate reports settings that cannot work.
@@ -134,6 +139,10 @@ type Server struct {
 	stopq  chan struct{}
 
 	pool sync.Pool // *reqState
+
+	mu     sync.Mutex
+	closed bool               // Shutdown began
+	extra  []*fasthttp.Server // ServeMetrics listeners
 }
 
 // New builds a Server with the site-root routes (/healthz, /readyz,
@@ -185,7 +194,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		ErrorHandler:       s.handleReadError,
 		Name:               "sendstream",
 		MaxRequestBodySize: maxBody,
-		ReadBufferSize:     16 << 10, // request line + headers; larger answer 400
+		ReadBufferSize:     16 << 10, // request line + headers; larger answer 431
+		// Multipart bodies are not parsed while reading: no route takes
+		// them, so they get 415 like any other type a route does not read
+		// (pre-parsing answered a malformed one 400 before routing).
+		DisablePreParseMultipartForm: true,
 		// No ReadTimeout or IdleTimeout: Serve's timeoutListener enforces
 		// cfg.ReadTimeout for less per request.
 		NoDefaultServerHeader: true,
@@ -255,6 +268,13 @@ func (s *Server) Serve(ln net.Listener) error {
 // then stops background work. In-flight requests keep running when ctx ends
 // first; their contexts are cancelled then.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	extra := s.extra
+	s.mu.Unlock()
+	for _, srv := range extra {
+		_ = srv.ShutdownWithContext(ctx) // metrics scrapes: nothing to drain
+	}
 	err := s.fast.ShutdownWithContext(ctx)
 	close(s.stopq)
 	done := make(chan struct{})
@@ -328,6 +348,7 @@ func (s *Server) handle(rc *fasthttp.RequestCtx) {
 		s.pool.Put(st)
 	}()
 
+	baseHeaders(&rc.Response.Header, rc.Path())
 	n := s.router.match(rc.Path(), &st.spans)
 	if n == nil {
 		s.metrics.unmatched.Inc()
@@ -356,6 +377,9 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start t
 	ctx := s.reqCtx.at(start)
 	var compact bool
 	res, p, ok := s.check(ctx, rc, rt, start, &compact)
+	if ok {
+		res, ok = checkURLText(rc, st.spans[:len(rt.params)])
+	}
 	if !ok {
 		s.finish(ctx, rc, rt, res, p, "", start, compact)
 		return
@@ -417,13 +441,27 @@ func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, 
 			}
 		}
 	}
-	if !rt.RawBody && len(body) > 0 && (rc.IsPost() || rc.IsPut() || rc.IsPatch()) {
-		res, ok := checkJSON(rc.Request.Header.ContentType(), body, rt.CORS, compact)
-		if !ok {
+	if len(body) > 0 && (rc.IsPost() || rc.IsPut() || rc.IsPatch()) {
+		if res, ok := decodeBody(rc, rt.bodyCap); !ok {
 			return res, p, false
+		}
+		if !rt.RawBody {
+			res, ok := checkJSON(rc.Request.Header.ContentType(), rc.PostBody(), rt.CORS, compact)
+			if !ok {
+				return res, p, false
+			}
 		}
 	}
 	return Result{}, p, true
+}
+
+// checkURLText applies the text rules to the path parameters (404 when one
+// cannot name anything) and the query string (400 invalid_text).
+func checkURLText(rc *fasthttp.RequestCtx, spans []paramSpan) (Result, bool) {
+	if !validPath(rc.URI().PathOriginal(), rc.Path(), spans) {
+		return Fail(404, "not_found", "Not found: the path holds NUL, invalid UTF-8 or a malformed percent-escape, so it names nothing that exists"), false
+	}
+	return checkQueryText(rc.URI().QueryString())
 }
 
 // runHandler calls the route's handler, turning a panic into a 500.
@@ -475,8 +513,9 @@ func bearer(h []byte) ([]byte, bool) {
 	return tok, len(tok) > 0
 }
 
-// checkJSON enforces the content type and the syntax of a JSON body, and
-// reports in *compact whether the body has no whitespace outside strings.
+// checkJSON enforces the content type, the syntax and the text rule
+// (checkBodyText) of a JSON body, and reports in *compact whether the body
+// has no whitespace outside strings.
 // Accepted types: application/json and application/*+json (any
 // parameters), no Content-Type at all, and on CORS routes text/plain.
 func checkJSON(ct, body []byte, cors bool, compact *bool) (Result, bool) {
@@ -493,6 +532,9 @@ func checkJSON(ct, body []byte, cors bool, compact *bool) (Result, bool) {
 	valid, tight := schemas.CompactJSON(body)
 	if !valid {
 		return Fail(400, "invalid_json", "Request body is not valid JSON: "+jsonSyntaxError(body)), false
+	}
+	if res, ok := checkBodyText(body); !ok {
+		return res, false
 	}
 	*compact = tight
 	return Result{}, true
@@ -549,9 +591,18 @@ func sizeString(n int) string {
 	return strconv.Itoa(n) + " bytes"
 }
 
-// handleReadError answers requests fasthttp could not read: bodies over
-// MaxRequestBodySize get 413, anything else 400, both in spec 7.1 format.
+// handleReadError answers requests fasthttp could not read, in spec 7.1
+// format: bodies over MaxRequestBodySize get 413, a request line and
+// headers over the read buffer 431, a stalled read 408, and anything else
+// (a broken request line, header or chunked body) 400 malformed_request.
 func (s *Server) handleReadError(rc *fasthttp.RequestCtx, err error) {
+	baseHeaders(&rc.Response.Header, nil)
+	var small *fasthttp.ErrSmallBuffer
+	if errors.As(err, &small) {
+		writeError(rc, 431, ErrorBody{Error: "Request line and headers exceed 16 KB", Code: "headers_too_large"})
+		rc.SetConnectionClose()
+		return
+	}
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		writeError(rc, 413, ErrorBody{Error: "Request body exceeds the limit of " + sizeString(CapV1) + "; nothing was processed", Code: "PAYLOAD_TOO_LARGE"})
 		rc.SetConnectionClose()
@@ -562,7 +613,7 @@ func (s *Server) handleReadError(rc *fasthttp.RequestCtx, err error) {
 		writeError(rc, 408, ErrorBody{Error: "Timed out reading the request", Code: "request_timeout"})
 		return
 	}
-	writeError(rc, 400, ErrorBody{Error: "Malformed HTTP request", Code: "bad_request"})
+	writeError(rc, 400, ErrorBody{Error: "Malformed HTTP request: the request line, a header or the chunked body could not be read", Code: "malformed_request"})
 }
 
 // preflight answers a CORS preflight.

@@ -57,7 +57,7 @@ func TestOpenAPIDocumentIsValid31(t *testing.T) {
 }
 
 func TestHealthReadyMetrics(t *testing.T) {
-	h := ingesttest.Start(t)
+	h := ingesttest.StartWith(t, ingesttest.Options{Config: ingest.Config{MetricsToken: "metrics-secret"}})
 	for _, p := range []string{"/healthz", "/readyz"} {
 		st, b := h.Do("GET", p, "", nil)
 		if st != 200 || !bytes.Contains(b, []byte(`"status":"ok"`)) {
@@ -65,7 +65,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 		}
 	}
 	h.Do("GET", "/api/v1/me", "", nil)
-	st, b := h.Do("GET", "/metrics", "", nil)
+	st, b := h.Do("GET", "/metrics", "metrics-secret", nil)
 	if st != 200 || !bytes.Contains(b, []byte(`sendstream_http_requests_total{method="GET",route="/api/v1/me",status="401"} 1`)) {
 		t.Fatalf("/metrics: %d\n%s", st, b)
 	}

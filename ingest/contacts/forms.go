@@ -84,6 +84,9 @@ type formResponse struct {
 // formSubmit is POST /forms/{listId}: a sign-up through the hosted form, as
 // an HTML form post or JSON ({email, firstName}).
 func (a *api) formSubmit(c *ingest.Call) ingest.Result {
+	if res, ok := ingest.CheckBodyText(c); !ok {
+		return res // NUL, invalid UTF-8 or a malformed escape in a field
+	}
 	l, err := a.store.List(c.Ctx, "", c.Params["listId"])
 	if errors.Is(err, ErrListNotFound) {
 		return a.message(c, 404, ingest.ErrorBody{Error: "No such sign-up form", Code: "list_not_found"},
