@@ -11,11 +11,14 @@
 package email
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"sync"
+
+	"sendstream/schemas"
 )
 
 // Message is one built message ready for hand-off.
@@ -31,6 +34,33 @@ type Message struct {
 	// Raw is the RFC 5322 message with CRLF line endings (DKIM-signed
 	// when the sender's domain has a key).
 	Raw []byte
+}
+
+// NeedsSMTPUTF8 reports whether the message can only travel in an SMTPUTF8
+// transaction (RFC 6531): an envelope address or the header section holds
+// a byte outside US-ASCII (a non-ASCII local part, which the address rule
+// allows; display names and subjects are RFC 2047-encoded by Build and
+// never count). A provider whose transport lacks the extension refuses such
+// a message (*RefusedError) rather than send raw UTF-8.
+func (m *Message) NeedsSMTPUTF8() bool {
+	if schemas.HasNonASCII(m.From) {
+		return true
+	}
+	for _, r := range m.Recipients {
+		if schemas.HasNonASCII(r) {
+			return true
+		}
+	}
+	head := m.Raw
+	if i := bytes.Index(head, []byte("\r\n\r\n")); i >= 0 {
+		head = head[:i]
+	}
+	for _, c := range head {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
 }
 
 // Receipt is what a provider reports for an accepted message.

@@ -218,20 +218,20 @@ type outcome struct {
 	step    string   // the command err answers
 }
 
-// send runs one transaction. With one recipient and a relay offering
+// send runs one transaction (as SMTPUTF8 when utf8 is set). With one recipient and a relay offering
 // CHUNKING and PIPELINING it is sendChunked, one round trip; otherwise MAIL,
 // RCPT for each recipient and DATA, written in one go when the relay offers
 // PIPELINING, then the message in one write. The first recipient is the
 // primary one: when the relay refuses it, nothing is sent (if DATA was
 // already accepted, stageAborted tells the caller to drop the connection,
 // which abandons the transaction).
-func (c *client) send(from string, rcpts []string, raw []byte) outcome {
+func (c *client) send(from string, rcpts []string, raw []byte, utf8 bool) outcome {
 	if len(rcpts) == 1 && c.has("CHUNKING") && c.has("PIPELINING") {
-		return c.sendChunked(from, rcpts[0], raw)
+		return c.sendChunked(from, rcpts[0], raw, utf8)
 	}
 	c.deadline()
 	pipelined := c.has("PIPELINING")
-	c.hdr = c.appendMail(c.hdr[:0], from, len(raw))
+	c.hdr = c.appendMail(c.hdr[:0], from, len(raw), utf8)
 	c.w.Write(c.hdr)
 	if !pipelined {
 		if o, ok := c.step("mail from", 25); !ok {
@@ -307,9 +307,9 @@ func (c *client) send(from string, rcpts []string, raw []byte) outcome {
 // whole message: a reply lost after it is an unknown outcome (stageFinal
 // with no reply), which is why the pool checks a reused connection before
 // handing it out (peerClosed).
-func (c *client) sendChunked(from, rcpt string, raw []byte) outcome {
+func (c *client) sendChunked(from, rcpt string, raw []byte, utf8 bool) outcome {
 	c.msg = appendLines(c.msg[:0], raw, false)
-	b := c.appendMail(c.hdr[:0], from, len(c.msg))
+	b := c.appendMail(c.hdr[:0], from, len(c.msg), utf8)
 	b = append(b, "RCPT TO:<"...)
 	b = append(b, rcpt...)
 	b = append(b, ">\r\nBDAT "...)
@@ -351,13 +351,18 @@ func (c *client) refusedBefore(o outcome, n int) outcome {
 	return o
 }
 
-// appendMail appends the MAIL FROM command for a message of size bytes.
-func (c *client) appendMail(b []byte, from string, size int) []byte {
+// appendMail appends the MAIL FROM command for a message of size bytes;
+// utf8 adds the SMTPUTF8 parameter (RFC 6531 3.4), which the caller sends
+// only to a relay offering the extension.
+func (c *client) appendMail(b []byte, from string, size int, utf8 bool) []byte {
 	b = append(b, "MAIL FROM:<"...)
 	b = append(b, from...)
 	b = append(b, '>')
 	if c.has("8BITMIME") {
 		b = append(b, " BODY=8BITMIME"...)
+	}
+	if utf8 {
+		b = append(b, " SMTPUTF8"...)
 	}
 	if c.has("SIZE") {
 		b = append(b, " SIZE="...)

@@ -17,6 +17,10 @@
 //     chunked message, BDAT): a permanent *email.RefusedError;
 //   - a 4xx reply to the end of data (BDAT): the relay said it did not take
 //     the message, so it is retryable;
+//   - a message with a non-ASCII address (email.Message.NeedsSMTPUTF8) to a
+//     relay that does not offer SMTPUTF8: a permanent *email.RefusedError
+//     saying so, before any command; where the relay offers it, MAIL FROM
+//     carries the SMTPUTF8 parameter (RFC 6531), and only then;
 //   - no reply to the end of data (connection lost, time-out): the relay may
 //     have accepted it, so *email.UnknownOutcomeError and never a retry. A
 //     chunked message is whole at the relay once written, so this holds for
@@ -42,6 +46,7 @@ import (
 	"time"
 
 	"sendstream/pipeline"
+	"sendstream/schemas"
 	"sendstream/sinks/email"
 )
 
@@ -344,6 +349,11 @@ func (p *Provider) transact(ctx context.Context, c *conn, m *email.Message) (rec
 			return rec, &email.RefusedError{Reason: fmt.Sprintf("address %q cannot be sent in an SMTP command", a)}, true
 		}
 	}
+	utf8 := m.NeedsSMTPUTF8()
+	if utf8 && !c.c.has("SMTPUTF8") {
+		return rec, &email.RefusedError{Reason: fmt.Sprintf("%s is not ASCII and needs SMTPUTF8 (RFC 6531), which the relay %s does not offer; nothing was sent",
+			firstNonASCII(m), p.cfg.Addr)}, true
+	}
 	if c.dirty {
 		if err := c.c.reset(); err != nil {
 			return rec, fmt.Errorf("smtp %w", err), false
@@ -351,7 +361,7 @@ func (p *Provider) transact(ctx context.Context, c *conn, m *email.Message) (rec
 		c.dirty = false
 	}
 	c.lastUsed = time.Now()
-	o := c.c.send(m.From, m.Recipients, m.Raw)
+	o := c.c.send(m.From, m.Recipients, m.Raw, utf8)
 	rec.Refused = o.refused
 	code := replyCode(o.err) // 0: no reply (or no error)
 	switch {
@@ -388,6 +398,17 @@ func (p *Provider) transact(ctx context.Context, c *conn, m *email.Message) (rec
 	default:
 		return email.Receipt{}, fmt.Errorf("smtp %s: %w", o.step, o.err), false
 	}
+}
+
+// firstNonASCII names what makes m need SMTPUTF8: the first non-ASCII
+// envelope address, or a header address.
+func firstNonASCII(m *email.Message) string {
+	for _, a := range append([]string{m.From}, m.Recipients...) {
+		if schemas.HasNonASCII(a) {
+			return "the address " + a
+		}
+	}
+	return "an address in the header"
 }
 
 // refusal is the permanent error of a 5xx reply.

@@ -1,7 +1,7 @@
 // Package smtptest runs a real SMTP server (emersion/go-smtp) in the test
 // process on 127.0.0.1 and captures what it receives, for tests of the SMTP
 // provider, the delivery stage and the transactional API. It can offer
-// STARTTLS with a throwaway certificate, require AUTH PLAIN, refuse
+// STARTTLS with a throwaway certificate and SMTPUTF8, require AUTH PLAIN, refuse
 // recipients, answer the end of data with an error, drop the connection
 // after the data, and be stopped and restarted on the same port.
 package smtptest
@@ -34,6 +34,8 @@ type Message struct {
 	Data []byte
 	TLS  bool   // the session was encrypted
 	User string // the authenticated user, if any
+	// UTF8 says MAIL FROM carried the SMTPUTF8 parameter (RFC 6531).
+	UTF8 bool
 }
 
 // Options configure a Server.
@@ -50,6 +52,11 @@ type Options struct {
 	Delay time.Duration
 	// Discard accepts messages without keeping them (benchmarks).
 	Discard bool
+	// SMTPUTF8 offers the SMTPUTF8 extension (RFC 6531). Without it the
+	// server answers a MAIL FROM with the SMTPUTF8 parameter 504, as a
+	// relay lacking the extension may, but still takes non-ASCII addresses
+	// sent without the parameter, so a test sees what a client sent.
+	SMTPUTF8 bool
 }
 
 // DropConnection, returned by Options.Data, makes the server close the
@@ -104,6 +111,7 @@ func (s *Server) serve(ln net.Listener) {
 	srv.WriteTimeout = time.Minute
 	srv.MaxMessageBytes = 64 << 20
 	srv.MaxRecipients = 100
+	srv.EnableSMTPUTF8 = s.opt.SMTPUTF8
 	srv.ErrorLog = nopLogger{}
 	s.mu.Lock()
 	s.srv = srv
@@ -192,6 +200,7 @@ type session struct {
 	from string
 	to   []string
 	user string
+	utf8 bool
 }
 
 var _ gosmtp.AuthSession = (*session)(nil)
@@ -216,14 +225,14 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 	}), nil
 }
 
-func (ss *session) Reset()        { ss.from, ss.to = "", nil }
+func (ss *session) Reset()        { ss.from, ss.to, ss.utf8 = "", nil, false }
 func (ss *session) Logout() error { return nil }
 
-func (ss *session) Mail(from string, _ *gosmtp.MailOptions) error {
+func (ss *session) Mail(from string, o *gosmtp.MailOptions) error {
 	if ss.s.opt.Username != "" && ss.user == "" {
 		return gosmtp.ErrAuthRequired
 	}
-	ss.from = from
+	ss.from, ss.utf8 = from, o != nil && o.UTF8
 	return nil
 }
 
@@ -243,7 +252,7 @@ func (ss *session) Data(r io.Reader) error {
 		return err
 	}
 	_, isTLS := ss.conn.TLSConnectionState()
-	m := Message{From: ss.from, To: append([]string(nil), ss.to...), Data: buf.Bytes(), TLS: isTLS, User: ss.user}
+	m := Message{From: ss.from, To: append([]string(nil), ss.to...), Data: buf.Bytes(), TLS: isTLS, User: ss.user, UTF8: ss.utf8}
 	if ss.s.opt.Delay > 0 {
 		time.Sleep(ss.s.opt.Delay)
 	}
