@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sendstream/deploy/stack"
+	"sendstream/sinks/email/render"
 )
 
 // Config is every setting of the binary, read from the environment in this
@@ -31,6 +32,15 @@ type Config struct {
 	DebugAddr      string        // SENDSTREAM_DEBUG_ADDR: pprof listener, off when empty
 	GCPercent      int           // SENDSTREAM_GC_PERCENT: Go GC target (as GOGC)
 	MemoryLimit    int64         // SENDSTREAM_MEMORY_LIMIT_MB, in bytes: soft limit of the Go heap
+	// Render bounds every Liquid render (send check, validate, delivery):
+	// SENDSTREAM_RENDER_MAX_ITERATIONS (default 1000000),
+	// SENDSTREAM_RENDER_MAX_OUTPUT_BYTES (default 5242880) and
+	// SENDSTREAM_RENDER_TIMEOUT (default 2s).
+	Render render.Budget
+	// ShutdownTimeout (SENDSTREAM_SHUTDOWN_TIMEOUT, default 25s, under
+	// Kubernetes' 30 s grace period) bounds the drain after SIGTERM or
+	// SIGINT: the process exits by then even if work is stuck.
+	ShutdownTimeout time.Duration
 }
 
 // loadConfig reads the environment, filling connection settings the
@@ -73,6 +83,12 @@ func loadConfig() (Config, error) {
 		return c, fmt.Errorf("SENDSTREAM_MEMORY_LIMIT_MB %q: want a whole number of at least 16", os.Getenv("SENDSTREAM_MEMORY_LIMIT_MB"))
 	}
 	c.MemoryLimit = int64(mb) << 20
+	if c.Render, err = renderBudget(); err != nil {
+		return c, err
+	}
+	if c.ShutdownTimeout, err = time.ParseDuration(env("SENDSTREAM_SHUTDOWN_TIMEOUT", "25s")); err != nil || c.ShutdownTimeout < time.Second {
+		return c, fmt.Errorf("SENDSTREAM_SHUTDOWN_TIMEOUT %q: want a duration of at least 1s", os.Getenv("SENDSTREAM_SHUTDOWN_TIMEOUT"))
+	}
 	if ttl == 0 {
 		c.KeyCacheTTL = -1 // ingest.Config reads 0 as "default"
 	}
@@ -92,6 +108,31 @@ func loadConfig() (Config, error) {
 		c.DataDir = abs
 	}
 	return c, nil
+}
+
+// renderBudget reads the render budget's three variables.
+func renderBudget() (render.Budget, error) {
+	b := render.DefaultBudget()
+	for _, v := range []struct {
+		name string
+		dst  *int64
+	}{{"SENDSTREAM_RENDER_MAX_ITERATIONS", &b.MaxIterations}, {"SENDSTREAM_RENDER_MAX_OUTPUT_BYTES", &b.MaxOutputBytes}} {
+		if s := os.Getenv(v.name); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n < 1 {
+				return b, fmt.Errorf("%s %q: want a whole number of at least 1", v.name, s)
+			}
+			*v.dst = n
+		}
+	}
+	if s := os.Getenv("SENDSTREAM_RENDER_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < time.Millisecond {
+			return b, fmt.Errorf("SENDSTREAM_RENDER_TIMEOUT %q: want a duration of at least 1ms", s)
+		}
+		b.Timeout = d
+	}
+	return b, b.Validate()
 }
 
 func env(name, def string) string {

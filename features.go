@@ -9,6 +9,7 @@ import (
 	"sendstream/ingest/tracking"
 	"sendstream/ingest/transactional"
 	"sendstream/pipeline"
+	"sendstream/sinks/email/render"
 )
 
 // featureRoutes lists the routes of every feature package beyond the core
@@ -29,6 +30,7 @@ func featureRoutes(cfg Config, res pipeline.Resources) []ingest.Route {
 	// page and provider reports (ingest/transactional).
 	routes = append(routes, transactional.Routes(transactional.Deps{
 		PG: res.Postgres, Contacts: contactStore, SiteURL: cfg.SiteURL, Secret: cfg.Secret, Logger: res.Logger,
+		Engine: render.NewEngineWithBudget(0, cfg.Render),
 	})...)
 	// Events and website tracking (ingest/events, ingest/tracking).
 	eventStore, err := events.NewStore(res.Postgres, events.StoreConfig{})

@@ -35,6 +35,13 @@ var commands = map[string]command{
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal the command drains (bounded by
+	// SENDSTREAM_SHUTDOWN_TIMEOUT for serve, ingest and worker); a second
+	// one ends the process at once, as without a handler.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if len(os.Args) < 2 || commands[os.Args[1]].run == nil {
 		usage(os.Stderr)
 		os.Exit(2)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -187,6 +188,7 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 			defer wg.Done()
 			err := pipeline.Run(runCtx, pipeline.RunConfig{
 				Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix, Stages: stages, Resources: res,
+				DrainTimeout: drainTimeout(cfg.ShutdownTimeout),
 			})
 			if err != nil && !errors.Is(err, context.Canceled) {
 				errs <- fmt.Errorf("pipeline: %w", err)
@@ -204,18 +206,39 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 	case <-ctx.Done():
 	case runErr = <-errs:
 	}
-	log.Info("shutting down")
+	log.Info("shutting down", "bound", cfg.ShutdownTimeout.String())
+	// The drain is bounded: whatever is still stuck when the bound passes
+	// (a handler or a stage that does not return) is abandoned by exiting.
+	// Nothing is lost by that: an accepted request was acknowledged by the
+	// broker before its answer, and a stage commits offsets only after its
+	// work is finished, so unfinished envelopes are read again after a
+	// restart.
+	hard := time.AfterFunc(cfg.ShutdownTimeout, func() {
+		log.Error("shutdown bound reached with work unfinished; exiting (uncommitted envelopes are read again after a restart)",
+			"bound", cfg.ShutdownTimeout.String())
+		os.Exit(exitShutdownBound)
+	})
+	defer hard.Stop()
+	cancel() // stages stop fetching, finish, flush and commit within drainTimeout
 	if srv != nil {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, scancel := context.WithTimeout(context.Background(), drainTimeout(cfg.ShutdownTimeout))
 		if err := srv.Shutdown(sctx); err != nil {
 			log.Warn("http shutdown", "err", err)
 		}
 		scancel()
 	}
-	cancel() // stages drain and commit what they finished
 	wg.Wait()
 	return runErr
 }
+
+// exitShutdownBound is the exit status of a process whose drain did not
+// finish within its bound (SENDSTREAM_SHUTDOWN_TIMEOUT).
+const exitShutdownBound = 3
+
+// drainTimeout is the time the HTTP edge and the stages get to finish in
+// flight work after a signal: four fifths of the shutdown bound, leaving
+// the rest to close stores, the producer and a local broker.
+func drainTimeout(bound time.Duration) time.Duration { return bound * 4 / 5 }
 
 // newHTTP builds the HTTP edge with every feature's routes.
 func newHTTP(cfg Config, res pipeline.Resources, ch driver.Conn) (*ingest.Server, error) {
@@ -256,9 +279,12 @@ func ready(ctx context.Context, cfg Config, pg *pgxpool.Pool, ch driver.Conn) er
 // stageSettings are the settings stages may read from Resources.Settings.
 func stageSettings(cfg Config) map[string]string {
 	return map[string]string{
-		"site_url": cfg.SiteURL,
-		"smtp_url": cfg.SMTPURL,
-		"secret":   cfg.Secret,
+		"site_url":                cfg.SiteURL,
+		"smtp_url":                cfg.SMTPURL,
+		"secret":                  cfg.Secret,
+		"render_max_iterations":   strconv.FormatInt(cfg.Render.MaxIterations, 10),
+		"render_max_output_bytes": strconv.FormatInt(cfg.Render.MaxOutputBytes, 10),
+		"render_timeout":          cfg.Render.Timeout.String(),
 	}
 }
 

@@ -280,20 +280,31 @@ func (s *service) prepare(ctx context.Context, ws, wsName string, req *sendReque
 
 	// Validate renders the message as delivery will, so a template that
 	// fails at run time (a filter given a wrong argument) shows there. A
-	// send does not render on the request path (the delivery stage does;
-	// such a message then fails with a "template error" reason): syntax and
-	// variables are what a send checks synchronously.
+	// send checks the render under the same budget as delivery (Check: the
+	// text part is not derived), so a template that exceeds a render budget
+	// (loop iterations, output bytes, time) is refused here and never
+	// reaches the delivery stage; one that fails otherwise while rendering
+	// is accepted and failed by the delivery stage with a "template error"
+	// reason, as before.
+	var out render.Output
 	if full {
-		out, err := compiled.Render(p.bindings)
-		var re *render.RenderError
-		switch {
-		case errors.As(err, &re):
+		out, err = compiled.Render(p.bindings)
+	} else {
+		err = compiled.Check(p.bindings)
+	}
+	var re *render.RenderError
+	var be *render.BudgetError
+	switch {
+	case errors.As(err, &be):
+		p.refuse(400, CodeTemplateError, "Template error: "+be.Error())
+	case errors.As(err, &re):
+		if full {
 			p.refuse(400, CodeTemplateError, "Template error: "+re.Msg)
-		case err != nil:
-			return nil, errInternal{err}
-		default:
-			p.out = &out
 		}
+	case err != nil:
+		return nil, errInternal{err}
+	case full:
+		p.out = &out
 	}
 	sortRefusals(p.refusals)
 	return p, nil

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -117,6 +118,12 @@ type Config struct {
 	// RetryMin and RetryMax bound the wait before a message whose provider
 	// was unavailable is tried again (defaults 200ms and 10s).
 	RetryMin, RetryMax time.Duration
+	// Render bounds the render of each message (Settings
+	// "render_max_iterations", "render_max_output_bytes", "render_timeout";
+	// default render.DefaultBudget()). A message whose render exceeds it
+	// fails with the budget as its reason ("template error: html: the
+	// render exceeded its budget of …") and is not retried.
+	Render render.Budget
 	// FooterHTML and FooterText are the marketing compliance footer;
 	// {{workspace}} and {{unsubscribe_url}} are replaced (defaults below).
 	FooterHTML, FooterText string
@@ -137,12 +144,31 @@ func DefaultConfig() Config {
 		ClaimLease: time.Minute, RetryMin: 200 * time.Millisecond, RetryMax: 10 * time.Second,
 		FooterHTML: DefaultFooterHTML, FooterText: DefaultFooterText,
 		Providers: map[string]map[string]string{"smtp": {"url": "smtp://127.0.0.1:1025"}},
+		Render:    render.DefaultBudget(),
 	}
 }
 
-// FromSettings applies the process settings (site_url, secret, smtp_url and
-// <provider>_url).
+// FromSettings applies the process settings (site_url, secret, smtp_url,
+// <provider>_url and the render budget's render_max_iterations,
+// render_max_output_bytes and render_timeout; a value that does not parse
+// becomes -1, which Validate refuses).
 func (c Config) FromSettings(s map[string]string) Config {
+	for k, dst := range map[string]*int64{"render_max_iterations": &c.Render.MaxIterations, "render_max_output_bytes": &c.Render.MaxOutputBytes} {
+		if v := s[k]; v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				n = -1
+			}
+			*dst = n
+		}
+	}
+	if v := s["render_timeout"]; v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			d = -1
+		}
+		c.Render.Timeout = d
+	}
 	if v := s["site_url"]; v != "" {
 		c.SiteURL = v
 	}
@@ -173,6 +199,9 @@ func (c Config) Validate() error {
 		return errors.New("delivery: claim lease under a second")
 	case c.RetryMin <= 0 || c.RetryMax < c.RetryMin:
 		return errors.New("delivery: bad retry bounds")
+	}
+	if err := c.Render.Validate(); err != nil {
+		return fmt.Errorf("delivery: %w", err)
 	}
 	return nil
 }
@@ -249,7 +278,7 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 	_, _ = rand.Read(tok[:])
 	runCtx, stop := context.WithCancel(context.Background())
 	s := &Stage{
-		cfg: cfg, pg: pg, pub: r.Publisher, log: log.With("stage", Name), engine: render.NewEngine(0),
+		cfg: cfg, pg: pg, pub: r.Publisher, log: log.With("stage", Name), engine: render.NewEngineWithBudget(0, cfg.Render),
 		token: hex.EncodeToString(tok[:]), sources: schemas.NewSourceCache(32<<20, false), providers: map[string]email.Provider{},
 		keys:  keyCache{m: map[string]keyEntry{}, ttl: time.Minute},
 		queue: make(chan *job, cfg.Queue), tasks: make(chan func()),
