@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"sendstream/sinks/email"
 )
 
 // Mailer hands one message to a mail server. Send returns once the server
@@ -101,6 +103,13 @@ func (m *SMTP) Send(ctx context.Context, from string, to []string, msg []byte) e
 	if m.auth != nil {
 		if err := c.Auth(m.auth); err != nil {
 			return fmt.Errorf("smtp %s: AUTH: %w", m.addr, classify(err))
+		}
+	}
+	if (&email.Message{From: from, Recipients: to, Raw: msg}).NeedsSMTPUTF8() {
+		// net/smtp adds the SMTPUTF8 parameter when the server offers it;
+		// without it a non-ASCII address must not be sent at all.
+		if ok, _ := c.Extension("SMTPUTF8"); !ok {
+			return &PermanentError{Err: fmt.Errorf("smtp %s: a non-ASCII address needs SMTPUTF8 (RFC 6531), which the server does not offer; nothing was sent", m.addr)}
 		}
 	}
 	if err := c.Mail(from); err != nil {
