@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,7 +19,6 @@ import (
 const (
 	maxTextField   = 255  // firstName, country, language
 	maxSourceField = 100  // source
-	maxPage        = 1e9  // page numbers beyond this are refused
 	defaultLimit   = 50   // spec 8.3
 	maxLimit       = 100  // spec 8.3
 	maxSearchEmail = 1000 // a longer email query is not an address anyway
@@ -223,38 +223,43 @@ func (a *api) upsert(c *ingest.Call) ingest.Result {
 	}
 }
 
-// page is GET /v1/contacts (spec 4.5).
+// page is GET /v1/contacts (spec 4.5). A parameter that is present must be
+// valid, even empty: "?limit=" is refused, never read as the default.
 func (a *api) page(c *ingest.Call) ingest.Result {
 	var errs fieldErrs
 	page := int64(1)
-	if s := c.Query("page"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 1 || n > maxPage {
-			errs.add("page", "must be an integer from 1")
+	if c.HasQuery("page") {
+		n, ok := ingest.Digits(c.Query("page"))
+		if !ok || n < 1 {
+			errs.add("page", "must be a whole number from 1, in plain digits")
 		} else {
 			page = n
 		}
 	}
 	limit := defaultLimit
-	if s := c.Query("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxLimit {
-			errs.add("limit", "must be an integer from 1 to 100")
+	if c.HasQuery("limit") {
+		n, ok := ingest.Digits(c.Query("limit"))
+		if !ok || n < 1 || n > maxLimit {
+			errs.add("limit", "must be a whole number from 1 to 100, in plain digits")
 		} else {
-			limit = n
+			limit = int(n)
 		}
+	}
+	if c.HasQuery("listId") && strings.TrimSpace(c.Query("listId")) == "" {
+		errs.add("listId", "must be a list id when present")
 	}
 	if len(errs.fields) > 0 {
 		return errs.result()
 	}
 	status := strings.ToUpper(strings.TrimSpace(c.Query("status")))
-	if status != "" && !ValidStatus(status) {
+	if c.HasQuery("status") && !ValidStatus(status) {
 		return ingest.Fail(400, "invalid_status", "Unknown status "+strconv.Quote(c.Query("status"))+
 			"; use one of "+strings.Join(ContactStatuses, ", "), "status")
 	}
 	ws := c.Principal.Workspace
-	q := PageQuery{Offset: (page - 1) * int64(limit), Limit: limit, Status: status}
-	if id := c.Query("listId"); id != "" {
+	q := PageQuery{Offset: pageOffset(page, limit), Limit: limit, Status: status}
+	if c.HasQuery("listId") {
+		id := c.Query("listId")
 		if _, err := a.store.List(c.Ctx, ws, id); err != nil {
 			return a.listErr(err, id)
 		}
@@ -267,6 +272,15 @@ func (a *api) page(c *ingest.Call) ingest.Result {
 	return ingest.Result{Status: 200, Raw: encodePage(p, pagination{
 		Page: page, Limit: limit, Total: p.Total, TotalPages: (p.Total + int64(limit) - 1) / int64(limit),
 	})}
+}
+
+// pageOffset is the rows before page (from 1) of limit rows, saturated at
+// math.MaxInt64: any page number is valid, and one past the end is empty.
+func pageOffset(page int64, limit int) int64 {
+	if page-1 > math.MaxInt64/int64(limit) {
+		return math.MaxInt64
+	}
+	return (page - 1) * int64(limit)
 }
 
 // search is GET /v1/contacts/search?email= (spec 4.5): the contact with its

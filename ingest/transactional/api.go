@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -168,26 +167,39 @@ type listAnswer struct {
 	NextBefore *string       `json:"nextBefore"`
 }
 
-// list is GET /v1/transactional (spec 4.4).
+// list is GET /v1/transactional (spec 4.4). A parameter that is present
+// must be valid, even empty: "?limit=" or "?before=" is refused, never read
+// as the default.
 func (a *api) list(c *ingest.Call) ingest.Result {
 	var errs fieldErrs
 	q := ListQuery{Limit: 50, Before: c.Query("before"), ExternalID: c.Query("externalId")}
-	if v := c.Query("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			errs.add("limit", "must be a whole number from 1 to 100")
+	if c.HasQuery("limit") {
+		n, ok := ingest.Digits(c.Query("limit"))
+		if !ok || n < 1 || n > 100 {
+			errs.add("limit", "must be a whole number from 1 to 100, in plain digits")
+		} else {
+			q.Limit = int(n)
 		}
-		q.Limit = n
 	}
-	if v := c.Query("status"); v != "" {
+	if c.HasQuery("status") {
+		v := c.Query("status")
 		if !contains(schemas.MessageStatuses, v) {
 			errs.add("status", "must be one of "+strings.Join(schemas.MessageStatuses, ", "))
 		}
 		q.Status = v
 	}
 	q.To = strings.ToLower(strings.TrimSpace(c.Query("to")))
+	if c.HasQuery("to") && q.To == "" {
+		errs.add("to", "must be a recipient address when present")
+	}
+	if c.HasQuery("externalId") && q.ExternalID == "" {
+		errs.add("externalId", "must not be empty when present")
+	}
 	if !errs.empty() {
 		return ingest.Fail(400, codeValidation, errs.message(), errs.fields...)
+	}
+	if c.HasQuery("before") && q.Before == "" {
+		return ingest.Fail(400, CodeInvalidCursor, "Invalid input: before must be the nextBefore of an earlier page, not empty", "before")
 	}
 	msgs, err := a.store.List(c.Ctx, c.Principal.Workspace, q)
 	if errors.Is(err, ErrBadCursor) {
