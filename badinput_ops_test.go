@@ -232,6 +232,68 @@ func (s snapshot) changes(after snapshot, markers map[string]string) []string {
 	return out
 }
 
+const storedSQL = `SELECT email FROM contacts WHERE workspace_id = $1 AND email = ANY($2)
+UNION ALL SELECT external_id FROM transactional_messages WHERE workspace_id = $1 AND external_id = ANY($3)
+UNION ALL SELECT event_id::text FROM event_claims WHERE workspace_id = $1 AND event_id::text = ANY($4)`
+
+// stored returns the markers (of those given) that something in the
+// workspace carries: a contact's address, a message's or an event's
+// externalId, or a payload published since the snapshot before.
+func (e *biEnv) stored(t *testing.T, before, after snapshot, markers []string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	if len(markers) == 0 {
+		return out
+	}
+	var emails, events []string
+	byKey := map[string]string{}
+	for _, m := range markers {
+		emails = append(emails, m+"@example.com")
+		byKey[m+"@example.com"] = m
+		byKey[m] = m
+		id := schemas.IDFromKey(e.ws, schemas.EventIDScope, m)
+		if len(id) == 32 {
+			id = id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:]
+		}
+		events = append(events, id)
+		byKey[id] = m
+	}
+	rows, err := e.h.PG.Query(context.Background(), storedSQL, e.ws, emails, markers, events)
+	if err != nil {
+		t.Fatalf("stored: %v", err)
+	}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatalf("stored: %v", err)
+		}
+		out[byKey[k]] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("stored: %v", err)
+	}
+	for k, env := range after.envelopes {
+		if _, ok := before.envelopes[k]; ok {
+			continue
+		}
+		for _, m := range markers {
+			// A marker followed by a digit is another marker's prefix.
+			for rest := string(env.Payload); ; {
+				i := strings.Index(rest, m)
+				if i < 0 {
+					break
+				}
+				rest = rest[i+len(m):]
+				if rest == "" || rest[0] < '0' || rest[0] > '9' {
+					out[m] = true
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
 // healthz answers whether /healthz still says 200.
 func (e *biEnv) healthz(client *http.Client) error {
 	resp, err := client.Get(e.h.URL + "/healthz")

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -104,6 +105,7 @@ type biCase struct {
 	expect expect
 	status int // when set, the exact status wanted
 	marker string
+	got    int // the status answered
 }
 
 // biFinding is one failure.
@@ -477,10 +479,31 @@ func (r *biRun) runOp(t *testing.T, op *biOp) {
 		}
 	}
 	r.runAll(rest)
+	r.refusedStoredNothing(t, before, bad, rest)
 	if err := r.e.healthz(r.client); err != nil {
 		r.record(biFinding{c: &biCase{op: op, label: "after the operation's inputs"}, problem: "/healthz: " + err.Error()})
 	}
 	t.Logf("%s %s: %d inputs", op.method, op.path, len(cases))
+}
+
+// refusedStoredNothing records every input answered other than 2xx whose
+// marker the workspace now carries.
+func (r *biRun) refusedStoredNothing(t *testing.T, before snapshot, batches ...[]*biCase) {
+	t.Helper()
+	var markers []string
+	byMarker := map[string]*biCase{}
+	for _, cases := range batches {
+		for _, c := range cases {
+			if c.got < 200 || c.got > 299 {
+				markers = append(markers, c.marker)
+				byMarker[c.marker] = c
+			}
+		}
+	}
+	for m := range r.e.stored(t, before, r.e.snapshot(t), markers) {
+		c := byMarker[m]
+		r.record(biFinding{c: c, status: c.got, problem: "answered " + strconv.Itoa(c.got) + " but stored or published its input"})
+	}
 }
 
 // runAll sends cases concurrently and checks each answer; it returns how
@@ -496,6 +519,7 @@ func (r *biRun) runAll(cases []*biCase) int {
 			defer wg.Done()
 			for c := range next {
 				st, body := r.do(c)
+				c.got = st
 				r.ok(c, st, body)
 				if st >= 200 && st < 300 {
 					mu.Lock()
