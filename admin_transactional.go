@@ -147,9 +147,11 @@ func adminDomainAdd(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args [
 	if err := parseFlags(fs, args, "workspace", "domain"); err != nil {
 		return nil, err
 	}
-	d := strings.ToLower(strings.TrimSpace(*domain))
-	if _, err := contacts.NormalizeEmail("x@" + d); err != nil {
-		return nil, fmt.Errorf("--domain %q: not a domain name", *domain)
+	// Stored in the form sender addresses take (lower-case ASCII, IDNA), so
+	// fromEmail on bücher.example matches a domain added as either spelling.
+	d, err := schemas.NormalizeDomain(*domain)
+	if err != nil {
+		return nil, fmt.Errorf("--domain %q: not a domain name: %w", *domain, err)
 	}
 	store, err := adminTransactional(ctx, env, *ws)
 	if err != nil {

@@ -79,7 +79,7 @@ func NormalizeEmail(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	domain, err := NormalizeDomain(s[at+1:])
+	domain, err := normalizeDomain(s[at+1:])
 	if err != nil {
 		return "", err
 	}
@@ -91,25 +91,41 @@ func NormalizeEmail(s string) (string, error) {
 }
 
 // NormalizeDomain returns the stored (lower-case ASCII, IDNA) form of a
-// mail domain, by the domain half of the email rule: the form
-// NormalizeEmail gives the part after the @, e.g. for `admin domain add`.
+// mail domain by the domain half of the email rule, the form NormalizeEmail
+// gives the part after the @ (for `admin domain add`); the error's text
+// completes "<domain> …".
 func NormalizeDomain(d string) (string, error) {
 	d = strings.TrimSpace(d)
 	if d == "" || len(d) > maxEmailInput {
-		return "", errBadEmail
+		return "", errors.New("must be a domain name")
 	}
 	if err := checkEmailRunes(d); err != nil {
 		return "", err
 	}
+	return asciiDomain(d)
+}
+
+// normalizeDomain is NormalizeDomain for the part after the @ of an
+// address whose characters were checked.
+func normalizeDomain(d string) (string, error) {
+	a, err := asciiDomain(d)
+	if err != nil {
+		return "", fmt.Errorf("%w: the domain %v", errBadEmail, err)
+	}
+	return a, nil
+}
+
+// asciiDomain maps and checks a domain by IDNA.
+func asciiDomain(d string) (string, error) {
 	if a, ok := plainASCIIDomain(d); ok {
 		return a, nil
 	}
 	a, err := emailIDNA.ToASCII(d)
 	if err != nil {
-		return "", fmt.Errorf("%w: the domain is not a valid internationalised domain name (%v)", errBadEmail, err)
+		return "", fmt.Errorf("is not a valid internationalised domain name (%v)", err)
 	}
 	if !hostName(a) {
-		return "", fmt.Errorf("%w: the domain must be a host name of at least two labels", errBadEmail)
+		return "", errors.New("must be a host name of at least two labels")
 	}
 	return a, nil
 }

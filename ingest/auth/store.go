@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"net/mail"
 	"strings"
 	"time"
 
@@ -158,13 +157,14 @@ func (s *Store) DeleteAPIKey(ctx context.Context, workspaceID, keyID string) err
 }
 
 // CreateMember adds a member with a role (owner, admin or member). Only an
-// argon2id hash of the password is stored. The email is trimmed and
-// lower-cased.
+// argon2id hash of the password is stored. The email is checked and stored
+// by the service's email rule (schemas.NormalizeEmail).
 func (s *Store) CreateMember(ctx context.Context, workspaceID, email, password, role string) (string, error) {
-	email = strings.ToLower(strings.TrimSpace(email))
-	if a, err := mail.ParseAddress(email); err != nil || a.Address != email {
-		return "", fmt.Errorf("create member: invalid email %q", email)
+	norm, err := schemas.NormalizeEmail(email)
+	if err != nil {
+		return "", fmt.Errorf("create member: email %q %w", email, err)
 	}
+	email = norm
 	if len(password) < 8 {
 		return "", errors.New("create member: password must have at least 8 characters")
 	}
