@@ -58,7 +58,7 @@ func (a *api) apply(ctx context.Context, ws string, reports []providerReport) ([
 			ref = ex.ID
 		}
 		res, err := a.store.ApplyReport(ctx, Report{Ref: ref, Workspace: ws, Status: r.Status, At: r.At,
-			BounceType: r.BounceType, Reason: r.Reason, ComplaintType: r.ComplaintType, Email: strings.ToLower(strings.TrimSpace(r.Email))})
+			BounceType: r.BounceType, Reason: r.Reason, ComplaintType: r.ComplaintType, Email: reportedEmail(r.Email)})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -327,4 +327,16 @@ func nonNilResults(r []reportResult) []reportResult {
 		return []reportResult{}
 	}
 	return r
+}
+
+// reportedEmail is the stored form of the address a provider's report
+// names (schemas.NormalizeEmail), so a report spelling the domain in
+// Unicode finds the contact and the suppression stored in ASCII; an
+// address the rule refuses is kept trimmed and lower-cased, since a report
+// is not refused for its address.
+func reportedEmail(s string) string {
+	if e, err := schemas.NormalizeEmail(s); err == nil {
+		return e
+	}
+	return strings.ToLower(strings.TrimSpace(s))
 }
