@@ -47,6 +47,7 @@ type env struct {
 	store    *transactional.Store
 	contacts *contacts.Store
 	smtpURL  string
+	settings map[string]string // extra settings of the stages
 }
 
 type envOpts struct {
@@ -54,12 +55,15 @@ type envOpts struct {
 	smtpQuery string // extra query of the SMTP URL
 	noStages  bool
 	sns       *transactional.SNSVerifier
+	// settings are added to the stages' Resources.Settings (e.g. a render
+	// budget of the delivery stage's own).
+	settings map[string]string
 }
 
 func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	pg := stack.PG(t)
-	e := &env{t: t, pg: pg, store: transactional.NewStore(pg), contacts: contacts.NewStore(pg)}
+	e := &env{t: t, pg: pg, store: transactional.NewStore(pg), contacts: contacts.NewStore(pg), settings: o.settings}
 	t.Cleanup(e.contacts.Close)
 	e.smtp = smtptest.Start(t, o.smtp)
 	deps := transactional.Deps{PG: pg, Contacts: e.contacts, Secret: secret, SNS: o.sns}
@@ -88,11 +92,15 @@ func (e *env) runStages() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	settings := map[string]string{"site_url": e.h.URL, "secret": secret, "smtp_url": e.smtpURL}
+	for k, v := range e.settings {
+		settings[k] = v
+	}
 	go func() {
 		done <- pipeline.Run(ctx, pipeline.RunConfig{
 			Brokers: e.h.Brokers, Stages: stages,
 			Resources: pipeline.Resources{Postgres: e.pg, ClickHouse: e.ch, Publisher: e.h.Publisher,
-				Settings: map[string]string{"site_url": e.h.URL, "secret": secret, "smtp_url": e.smtpURL}},
+				Settings: settings},
 			BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
 			MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
 			JoinGroupBackoff: 100 * time.Millisecond, Metrics: pipeline.NewRegistry(),
