@@ -188,9 +188,14 @@ func (a *api) list(c *ingest.Call) ingest.Result {
 		}
 		q.Status = v
 	}
-	q.To = strings.ToLower(strings.TrimSpace(c.Query("to")))
-	if c.HasQuery("to") && q.To == "" {
-		errs.add("to", "must be a recipient address when present")
+	if c.HasQuery("to") {
+		// The stored form of the address (the email rule), so any spelling
+		// of it finds the messages; what cannot be an address is refused.
+		to, err := schemas.NormalizeEmail(c.Query("to"))
+		if err != nil {
+			errs.add("to", "must be a recipient address when present: "+err.Error())
+		}
+		q.To = to
 	}
 	if c.HasQuery("externalId") && q.ExternalID == "" {
 		errs.add("externalId", "must not be empty when present")
