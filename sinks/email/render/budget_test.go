@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
 	"runtime"
 	"strings"
@@ -262,5 +263,22 @@ func TestBudgetValidate(t *testing.T) {
 	}
 	if got := NewEngineWithBudget(0, Budget{MaxOutputBytes: 10}).Budget(); got.MaxIterations != DefaultMaxIterations || got.MaxOutputBytes != 10 || got.Timeout != DefaultRenderTimeout {
 		t.Fatalf("defaults not applied: %+v", got)
+	}
+}
+
+// BenchmarkCheckReceipt is what a send adds to check the render under the
+// budget: the receipt template (the fast path) checked against the send's
+// data as JSON, decoded once for the check.
+func BenchmarkCheckReceipt(b *testing.B) {
+	c, data := receipt(b)
+	raw, err := json.Marshal(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Check(NewRawBindings(raw, nil, nil)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
