@@ -369,8 +369,8 @@ func attachments(m map[string]jv, errs *fieldErrs) []schemas.Attachment {
 			}
 		}
 		if cid != "" {
-			if strings.ContainsAny(cid, "<>\r\n \"") {
-				errs.add(f("contentId"), "must not contain spaces, quotes or angle brackets")
+			if !plainHeaderWord(cid) {
+				errs.add(f("contentId"), "must be printable ASCII without spaces, quotes or angle brackets (it becomes the Content-ID header)")
 			} else if cids[cid] {
 				errs.add(f("contentId"), "must be unique")
 			}
@@ -411,4 +411,15 @@ func dropSpace(r rune) rune {
 		return -1
 	}
 	return r
+}
+
+// plainHeaderWord reports whether s can be written into a header as is:
+// printable US-ASCII without spaces, quotes or angle brackets.
+func plainHeaderWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '<' || c == '>' {
+			return false
+		}
+	}
+	return true
 }
