@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -93,6 +94,7 @@ func addBoundedFilters(cfg *render.Config, b Budget) {
 		out := make([]any, 0, len(a)+len(b))
 		return append(append(out, a...), b...)
 	}, maxItems))
+	cfg.AddFilter("uniq", guardLists(uniqFilter, maxItems))
 	split, ok := std["split"].(func(string, string) any)
 	if !ok {
 		panic("render: the library's split filter changed its signature")
@@ -104,6 +106,97 @@ func addBoundedFilters(cfg *render.Config, b Budget) {
 }
 
 const maxInt = int(^uint(0) >> 1)
+
+// uniqFilter is the library's uniq (== for comparable items, deep
+// equality for the rest) without its quadratic loop: lists and maps of
+// JSON values are compared by a canonical key, so a long list of distinct
+// objects costs one pass, not a comparison with every item kept.
+func uniqFilter(a []any) (result []any) {
+	seen := map[any]bool{}
+	keys := map[string]bool{}
+	var other []any // items without a key: compared as the library does
+	var kb strings.Builder
+	for _, item := range a {
+		if item == nil || isComparableKind(reflect.TypeOf(item).Kind()) {
+			if !seen[item] {
+				seen[item] = true
+				result = append(result, item)
+			}
+			continue
+		}
+		kb.Reset()
+		if uniqKey(&kb, item) {
+			if k := kb.String(); !keys[k] {
+				keys[k] = true
+				result = append(result, item)
+			}
+			continue
+		}
+		dup := false
+		for _, o := range other {
+			if reflect.DeepEqual(item, o) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			other = append(other, item)
+			result = append(result, item)
+		}
+	}
+	return result
+}
+
+func isComparableKind(k reflect.Kind) bool {
+	return k < reflect.Array || k == reflect.Pointer || k == reflect.UnsafePointer
+}
+
+// uniqKey writes a key equal for two JSON values exactly when they are
+// deeply equal (types included); false for values of other types.
+func uniqKey(b *strings.Builder, v any) bool {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("n;")
+	case bool:
+		fmt.Fprintf(b, "b%t;", x)
+	case string:
+		fmt.Fprintf(b, "s%d:%s", len(x), x)
+	case float64:
+		if x == 0 {
+			x = 0 // -0 == 0, as deep equality has it
+		}
+		fmt.Fprintf(b, "f%v;", x)
+	case int:
+		fmt.Fprintf(b, "i%d;", x)
+	case int64:
+		fmt.Fprintf(b, "I%d;", x)
+	case []any:
+		fmt.Fprintf(b, "l%d[", len(x))
+		for _, it := range x {
+			if !uniqKey(b, it) {
+				return false
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		ks := make([]string, 0, len(x))
+		for k := range x {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		fmt.Fprintf(b, "m%d{", len(x))
+		for _, k := range ks {
+			fmt.Fprintf(b, "%d:%s", len(k), k)
+			if !uniqKey(b, x[k]) {
+				return false
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return false
+	}
+	return true
+}
 
 // splitCount is at least the number of items split(s, sep) returns.
 func splitCount(s, sep string) int {

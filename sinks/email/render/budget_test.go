@@ -282,3 +282,40 @@ func BenchmarkCheckReceipt(b *testing.B) {
 		}
 	}
 }
+
+// uniq keeps the library's answer without its quadratic loop: 20,000
+// distinct objects take one pass.
+func TestBudgetUniq(t *testing.T) {
+	lib := liquid.NewEngine()
+	list := []any{map[string]any{"a": 1.0}, map[string]any{"a": 1.0}, map[string]any{"a": "1"}, []any{1.0, "x"}, []any{1.0, "x"},
+		"s", "s", 2.0, 2.0, true, map[string]any{"a": []any{map[string]any{"b": nil}}}, map[string]any{"a": []any{map[string]any{"b": nil}}}}
+	src := `{% assign u = list | uniq %}{{ u | size }}|{% for x in u %}{{ x | json }},{% endfor %}`
+	want, lerr := lib.ParseAndRenderString(src, map[string]any{"list": list})
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	tpl, err := NewEngine(0).Parse(src, Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tpl.Render(NewBindings(map[string]any{"list": list}, nil, nil)); err != nil || got != want {
+		t.Fatalf("got %q, %v; the library renders %q", got, err, want)
+	}
+	long := make([]any, 20000)
+	for i := range long {
+		long[i] = map[string]any{"id": float64(i)}
+	}
+	start := time.Now()
+	got, err := tpl.Render(NewBindings(map[string]any{"list": long}, nil, nil))
+	if err != nil || !strings.HasPrefix(got, "20000|") {
+		t.Fatalf("got %.20q, %v", got, err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("uniq of 20000 objects took %s", took)
+	}
+	// The library's uniq panicked on a null item; a panic inside the
+	// library is a render error, not the process's end.
+	if got, err := tpl.Render(NewBindings(map[string]any{"list": []any{nil, "a", nil}}, nil, nil)); err != nil || got != "2|null,\"a\"," {
+		t.Fatalf("uniq with nulls: %q, %v", got, err)
+	}
+}

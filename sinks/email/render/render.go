@@ -243,7 +243,8 @@ func (t *Template) render(b Bindings, m *meter) (string, error) {
 // renderLiquid renders through osteele/liquid; n is the expected size. The
 // meter is bound under a reserved name for the tick, assign and capture
 // tags; a budget exceeded inside a filter, or a write refused mid-way
-// (which the library answers with a panic), ends the render with m.err.
+// (which the library answers with a panic), ends the render with m.err;
+// any other panic of the library becomes a *RenderError.
 func (t *Template) renderLiquid(b Bindings, n int64, m *meter) (s string, err error) {
 	var out strings.Builder
 	out.Grow(int(n + n/8))
@@ -257,10 +258,13 @@ func (t *Template) renderLiquid(b Bindings, n int64, m *meter) (s string, err er
 			if p, ok := r.(budgetPanic); ok {
 				m.fail(p.kind)
 			}
-			if m.err == nil {
-				panic(r)
+			if m.err != nil {
+				s, err = "", m.err
+				return
 			}
-			s, err = "", m.err
+			// A panic inside the library (e.g. its uniq given a null
+			// item) is the template's failure, not the process's.
+			s, err = "", &RenderError{Msg: cleanMessage(fmt.Sprintf("the template engine failed: %v", r))}
 		}
 	}()
 	rerr := render.Render(t.root, outWriter{m: m, w: &out}, vars, *t.cfg)
