@@ -20,6 +20,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sendstream/pipeline"
 )
 
 // Files a broker keeps in its data directory.
@@ -130,6 +132,9 @@ func runBroker(args []string) error {
 			return net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
 		}),
 		kfake.ClusterID("sendstream-local"),
+		// Any envelope the producer may send (pipeline.MaxEnvelopeBytes),
+		// also on topics created before topics carried their own setting.
+		kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(pipeline.BrokerMessageMaxBytes)}),
 		kfake.WithLogger(kfake.BasicLogger(os.Stderr, level)),
 	}
 	if *fsync {

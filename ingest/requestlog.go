@@ -15,7 +15,8 @@ import (
 // writes the answer. For a 2xx the record travels with Result.Publish and
 // the answer waits for every acknowledgement (acks=all): a 2xx is a promise.
 // If publishing fails the answer becomes 503 "unavailable" (nothing was
-// promised). Records of other answers are published in the background.
+// promised; with Result.Stored the answer says the change was kept).
+// Records of other answers are published in the background.
 func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, res Result, p Principal, reqID string, start time.Time, reqCompact bool) {
 	body := encodeBody(res)
 	status := res.Status
@@ -38,7 +39,11 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 		}
 		if err != nil {
 			s.log.Error("publish before answering failed; answering 503", "route", rt.Method+" "+rt.Path, "err", err)
-			res = unavailable()
+			if res.Stored {
+				res = storedNotPublished()
+			} else {
+				res = unavailable()
+			}
 			status, body, ok = res.Status, encodeBody(res), false
 			res.Headers = nil
 			if logged {
@@ -72,6 +77,14 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 }
 
 var headerRequestID = []byte("X-Request-Id")
+
+// storedNotPublished is the answer when a handler's change was committed
+// but publishing what it announces failed: the change is kept, the
+// events (webhooks, journeys) may be missing.
+func storedNotPublished() Result {
+	return Fail(503, "unavailable", "The change was stored, but announcing it failed: its events (webhooks, journeys) may be "+
+		"missing. Repeating the request is safe; it may answer as if the change had already been made")
+}
 
 // asJSON reports whether encodeBody(res) is what encoding/json writes.
 func asJSON(res Result) bool { return res.RawJSON || (res.Raw == nil && res.Body != nil) }

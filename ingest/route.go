@@ -77,6 +77,11 @@ type Result struct {
 	Headers     map[string]string // extra response headers
 	Publish     []Message
 	Produced    schemas.Produced // ids and recipient for the request log
+	// Stored says the handler already committed a change (in Postgres)
+	// that Publish announces. If publishing then fails, the 503 says the
+	// change was kept and only its announcement failed, never that
+	// nothing was done.
+	Stored bool
 }
 
 // Route declares one endpoint. Path uses {name} for parameters and is

@@ -29,6 +29,20 @@ const envelopeSizeHint = 1024
 // ErrProducerClosed is returned by Publish after Close.
 var ErrProducerClosed = errors.New("producer closed")
 
+// MaxEnvelopeBytes is the largest encoded envelope a Producer publishes by
+// default (ProducerConfig.MaxEnvelopeBytes). It is sized so that whatever an
+// accepted request puts in an envelope fits: the largest body cap of the
+// HTTP edge is 16 MiB (spec 8.2), and a payload may be somewhat larger than
+// the body it came from (Postgres renders stored JSON with a space after
+// every ':' and ','). Handlers that could produce more check that before
+// they store anything.
+const MaxEnvelopeBytes = 64 << 20
+
+// BrokerMessageMaxBytes is the broker's message.max.bytes (and a topic's
+// max.message.bytes) that MaxEnvelopeBytes needs: one envelope in a record
+// batch of its own, with the batch and record headers and the key.
+const BrokerMessageMaxBytes = MaxEnvelopeBytes + 64<<10
+
 // ProducerConfig configures a Producer. Zero values take the defaults noted
 // on each field.
 type ProducerConfig struct {
@@ -45,8 +59,13 @@ type ProducerConfig struct {
 	MaxAttempts int
 	// MaxBatchBytes caps the encoded envelopes of one partition in one
 	// produce request (default 900 KiB, under the broker's default
-	// message.max.bytes).
+	// message.max.bytes). A larger envelope goes in a batch of its own.
 	MaxBatchBytes int
+	// MaxEnvelopeBytes caps one encoded envelope (default MaxEnvelopeBytes);
+	// the broker and its topics must accept messages of this size plus
+	// batch overhead (BrokerMessageMaxBytes). A larger envelope is refused
+	// with a Permanent error before anything is sent.
+	MaxEnvelopeBytes int
 	// MaxRequestBytes caps one produce request across partitions (default
 	// 16 MiB).
 	MaxRequestBytes int
@@ -85,6 +104,9 @@ func (c *ProducerConfig) withDefaults() {
 	}
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = 900 << 10
+	}
+	if c.MaxEnvelopeBytes <= 0 {
+		c.MaxEnvelopeBytes = MaxEnvelopeBytes
 	}
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = 16 << 20
@@ -347,8 +369,8 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 			return Permanent(fmt.Errorf("publish %s: encode envelope %s: %w", name, envs[i].ID, err))
 		}
 		v := buf[start:len(buf):len(buf)]
-		if len(v) > p.cfg.MaxBatchBytes {
-			return Permanent(fmt.Errorf("publish %s: envelope %s is %d bytes, over the %d limit", name, envs[i].ID, len(v), p.cfg.MaxBatchBytes))
+		if len(v) > p.cfg.MaxEnvelopeBytes {
+			return Permanent(fmt.Errorf("publish %s: envelope %s is %d bytes, over the %d limit", name, envs[i].ID, len(v), p.cfg.MaxEnvelopeBytes))
 		}
 		key := envs[i].Key
 		if key == "" {
@@ -917,8 +939,9 @@ func (p *Producer) Close() error {
 
 // EnsureTopics creates prefix+topic for each topic that does not exist yet,
 // with the given number of partitions (replication factor 1 for a single
-// broker, 3 otherwise, capped by the broker count). Existing topics are left
-// as they are.
+// broker, 3 otherwise, capped by the broker count) and max.message.bytes
+// of BrokerMessageMaxBytes. Existing topics are left as they are (raise
+// their max.message.bytes by hand when they were created smaller).
 func EnsureTopics(ctx context.Context, brokers []string, prefix string, topics []string, partitions int) error {
 	if len(brokers) == 0 {
 		return errors.New("ensure topics: no brokers configured")
@@ -932,6 +955,11 @@ func EnsureTopics(ctx context.Context, brokers []string, prefix string, topics [
 	}
 	return createTopics(ctx, client, names, partitions)
 }
+
+// topicConfig is set on every topic createTopics creates: messages up to
+// BrokerMessageMaxBytes, so any envelope under MaxEnvelopeBytes fits
+// whatever the broker's default.
+var topicConfig = []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(BrokerMessageMaxBytes)}}
 
 func createTopics(ctx context.Context, client *kafka.Client, names []string, partitions int) error {
 	if partitions <= 0 {
@@ -957,7 +985,8 @@ func createTopics(ctx context.Context, client *kafka.Client, names []string, par
 	var req kafka.CreateTopicsRequest
 	for _, n := range names {
 		if !exists[n] {
-			req.Topics = append(req.Topics, kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: rf})
+			req.Topics = append(req.Topics, kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: rf,
+				ConfigEntries: topicConfig})
 		}
 	}
 	if len(req.Topics) == 0 {

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"sendstream/ingest"
+	"sendstream/pipeline"
 	"sendstream/schemas"
 )
 
@@ -135,6 +136,30 @@ func optObject(m map[string]json.RawMessage, name string, errs *fieldErrs) json.
 	return raw
 }
 
+// maxStoredMetadata bounds metadata as Postgres gives it back (see
+// jsonbSize): every envelope about the contact carries it, and they must
+// fit pipeline.MaxEnvelopeBytes with the rest of the contact. JSON within
+// the body cap reaches it only through numbers that Postgres writes out in
+// full (1e100000 is 100,001 digits).
+const maxStoredMetadata = pipeline.MaxEnvelopeBytes - 1<<20
+
+// checkMetadata refuses, before anything is written, metadata that Postgres
+// cannot store or that would grow past maxStoredMetadata once stored.
+func checkMetadata(meta json.RawMessage, errs *fieldErrs) {
+	size, bad, ok := jsonbSize(meta)
+	switch {
+	case !ok:
+		if len(bad) > 40 {
+			bad = bad[:37] + "..."
+		}
+		errs.add("metadata", "holds the number "+bad+", which cannot be stored: numbers may have at most "+
+			strconv.Itoa(pgMaxIntDigits)+" digits before the decimal point and "+strconv.Itoa(pgMaxScale)+" after it")
+	case size > maxStoredMetadata:
+		errs.add("metadata", "would take "+strconv.FormatInt(size, 10)+" bytes once stored (numbers written out in full), over the "+
+			strconv.Itoa(maxStoredMetadata)+" a contact can carry")
+	}
+}
+
 // email reads a required email field, normalized.
 func email(m map[string]json.RawMessage, name string, errs *fieldErrs) string {
 	raw, ok := m[name]
@@ -165,6 +190,9 @@ func (a *api) profile(c *ingest.Call, m map[string]json.RawMessage, errs *fieldE
 		source = *s
 	}
 	meta = optObject(m, "metadata", errs)
+	if meta != nil {
+		checkMetadata(meta, errs)
+	}
 	custom := optObject(m, "customFields", errs)
 	if custom != nil {
 		raw, ok := schemas.JSONMembers(custom)
@@ -215,10 +243,12 @@ func (a *api) upsert(c *ingest.Call) ingest.Result {
 	if r.Created {
 		status = 201
 	}
+	pub := UpsertMessages(ws, c.RequestID, r)
 	return ingest.Result{
 		Status:   status,
 		Raw:      encodeUpsert(r),
-		Publish:  UpsertMessages(ws, c.RequestID, r),
+		Publish:  pub,
+		Stored:   len(pub) > 0,
 		Produced: schemas.Produced{ContactIDs: []string{r.Contact.ID}},
 	}
 }
@@ -385,6 +415,7 @@ func (a *api) subscribe(c *ingest.Call) ingest.Result {
 		Status:   200,
 		Body:     subscribeResponse{Success: true, ContactID: r.Contact.ID, ListID: l.ID, Status: r.Status, Created: r.ContactCreated},
 		Publish:  ev.out,
+		Stored:   r.ContactCreated || r.Changed,
 		Produced: schemas.Produced{ContactIDs: []string{r.Contact.ID}},
 	}
 }
@@ -414,7 +445,7 @@ func (a *api) unsubscribe(c *ingest.Call) ingest.Result {
 		ev := newEvents(ws, c.RequestID)
 		ev.membership(schemas.TypeContactRemovedFromList, Contact{ID: r.ContactID, Email: r.Email}, l,
 			StatusUnsubscribed, "api", c.RequestID, ev.now, false)
-		res.Publish = ev.out
+		res.Publish, res.Stored = ev.out, true
 	}
 	return res
 }
@@ -432,11 +463,14 @@ func (a *api) listErr(err error, id string) ingest.Result {
 }
 
 // internal logs err and answers 500 without leaking the cause, or 503
-// when the request ran out of time (nothing answered 2xx; safe to retry).
+// when the request ran out of time. A write that was already under way
+// then may still commit (group-committed statements run on their own), so
+// the answer does not say that nothing was done; repeating it is safe.
 func (a *api) internal(err error) ingest.Result {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		a.log.Warn("contacts: request timed out", "err", err)
-		return ingest.Fail(503, "unavailable", "The request could not be completed in time; retry it")
+		return ingest.Fail(503, "unavailable", "The request did not complete in time; a change it made may still be "+
+			"stored. Repeating it is safe (it may then answer as if the change had already been made)")
 	}
 	a.log.Error("contacts: internal error", "err", err)
 	return ingest.Fail(500, "internal_error", "Internal error")

@@ -86,6 +86,9 @@ func checkFieldValue(typ string, raw json.RawMessage) (any, bool) {
 		if _, err := n.Float64(); err != nil {
 			return nil, false
 		}
+		if _, fits := numericTextLen(raw); !fits { // 1e-20000: jsonb cannot store it
+			return nil, false
+		}
 		return n, true
 	case FieldBoolean:
 		var b bool

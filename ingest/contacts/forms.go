@@ -182,7 +182,7 @@ func (a *api) formSubmit(c *ingest.Call) ingest.Result {
 		ev.membership(schemas.TypeContactAddedToList, r.Contact, l, r.Status, "form", c.RequestID, ev.now, true)
 	}
 	res := done(r.Status, sent)
-	res.Publish = ev.out
+	res.Publish, res.Stored = ev.out, r.ContactCreated || r.Changed
 	return res
 }
 
@@ -241,6 +241,6 @@ func (a *api) confirm(c *ingest.Call) ingest.Result {
 		p = messagePage{Title: "Already confirmed", Lines: []string{"Your subscription was already confirmed. Nothing has changed."}}
 	}
 	res := a.message(c, 200, body, p)
-	res.Publish = ev.out
+	res.Publish, res.Stored = ev.out, changed
 	return res
 }

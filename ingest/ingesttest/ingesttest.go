@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -70,6 +71,7 @@ func StartWith(t testing.TB, opt Options, routes ...ingest.Route) *Harness {
 		kfake.NumBrokers(1),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(4),
+		kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(pipeline.BrokerMessageMaxBytes)}),
 		kfake.SeedTopics(4, schemas.AllTopics...),
 	)
 	if err != nil {

@@ -51,6 +51,8 @@ func (a *api) send(c *ingest.Call) ingest.Result {
 	if out.answer.ContactID != nil {
 		res.Produced.ContactIDs = []string{*out.answer.ContactID}
 	}
+	// A new message (201) or a contact change is stored before publishing.
+	res.Stored = out.status == 201 || len(out.contact) > 0
 	res.Publish = append(res.Publish, out.contact...)
 	for _, env := range out.publish {
 		res.Publish = append(res.Publish, ingest.Message{Topic: schemas.TopicTransactional, Env: env})

@@ -6,6 +6,7 @@ package pipelinetest
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -70,6 +71,7 @@ func Cluster(t testing.TB, prefix string) []string {
 		kfake.NumBrokers(1),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(4),
+		kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(pipeline.BrokerMessageMaxBytes)}),
 		kfake.GroupMinSessionTimeout(500*time.Millisecond),
 		kfake.SeedTopics(4, topics...),
 	)
