@@ -14,7 +14,6 @@ const (
 	MaxNameLen       = 100        // spec 2.3 / 8.2
 	MaxExternalIDLen = 255        // bytes
 	MaxContactIDLen  = 255        // bytes
-	MaxPropertiesLen = 32 << 10   // bytes of the properties object as sent
 	MaxAbsValue      = 1e12       // |value|
 	ImportMaxRows    = 50         // spec 8.2
 	maxDateTime      = 4291747199 // 2105-12-31T23:59:59Z: ClickHouse DateTime holds up to 2106
@@ -184,10 +183,10 @@ func Parse(raw []byte, requireContact bool) (Input, []FieldError) {
 
 	// properties
 	if rawProps != nil && !isNull(rawProps) {
+		// No size rule of its own (spec 2.3 has none): the body cap of the
+		// route (spec 8.2) bounds it, and it is stored in full.
 		if rawProps[0] != '{' {
 			bad("properties", "properties must be an object")
-		} else if len(rawProps) > MaxPropertiesLen {
-			bad("properties", "properties must be at most 32 KB of JSON")
 		} else {
 			in.Properties = rawProps
 		}
