@@ -357,7 +357,9 @@ func (a *api) target(c *ingest.Call, withProfile bool) (Target, *ingest.Result) 
 	var t Target
 	_, hasEmail := m["email"]
 	hasEmail = hasEmail && !isNull(m["email"])
-	id := optString(m, "contactId", 64, &errs)
+	// Any length: an id that names no contact is 404 contact_not_found
+	// (subscribe) or nothing to remove (unsubscribe), never a 400.
+	id := optString(m, "contactId", math.MaxInt, &errs)
 	switch {
 	case hasEmail && id != nil:
 		errs.add("contactId", "must not be sent together with email")

@@ -2,6 +2,7 @@ package contacts_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"sendstream/ingest/ingesttest"
@@ -59,5 +60,28 @@ func TestPresentParametersMustBeValid(t *testing.T) {
 	e.mustCall(t, 200, "GET", "/api/v1/contacts?page=1000000001", key, nil, &p)
 	if len(p.Contacts) != 0 || p.Pagination.Page != 1000000001 {
 		t.Errorf("page past 1e9: %+v", p)
+	}
+}
+
+// TestLongContactIDIsUnknownNot400: a contactId has no length rule (64
+// characters answered 400): one that names no contact is 404
+// contact_not_found on subscribe and nothing to remove on unsubscribe.
+func TestLongContactIDIsUnknownNot400(t *testing.T) {
+	e := start(t)
+	ws, key := e.ws(t, ingesttest.WorkspaceOpts{})
+	l := e.list(t, ws, "L", false)
+	long := strings.Repeat("c", 5000)
+	var eb errBody
+	e.mustCall(t, 404, "POST", "/api/v1/lists/"+l.ID+"/subscribe", key, map[string]any{"contactId": long}, &eb)
+	if eb.Code != "contact_not_found" || !reflect.DeepEqual(eb.Fields, []string{"contactId"}) {
+		t.Errorf("subscribe: %+v", eb)
+	}
+	var u struct {
+		Removed   bool    `json:"removed"`
+		ContactID *string `json:"contactId"`
+	}
+	e.mustCall(t, 200, "POST", "/api/v1/lists/"+l.ID+"/unsubscribe", key, map[string]any{"contactId": long}, &u)
+	if u.Removed {
+		t.Errorf("unsubscribe: %+v", u)
 	}
 }
