@@ -214,6 +214,9 @@ func TestBadQueryAndPathText(t *testing.T) {
 		{"/api/v1/contacts?status=a%00", "status"},
 		{"/api/v1/contacts?page=1&li%00mit=5", "li\uFFFDmit"},
 		{"/api/v1/contacts/search?email=a%40b.c%ED%A0%80", "email"},
+		{"/api/v1/lists?x=%00", "x"},
+		{"/api/v1/me?%FF", "\uFFFD"},
+		{"/api/v1/transactional/abc/status?x=%ZZ", "x"},
 	} {
 		st, b := get("GET", c.path)
 		wantError(t, c.path, st, b, 400, "invalid_text", c.field)
