@@ -8,6 +8,7 @@ import (
 	"mime"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/buger/jsonparser"
 
@@ -135,7 +136,7 @@ func parseSend(body []byte, sources *schemas.SourceCache, ws string) (*sendReque
 	if !r.HasHTML && r.TemplateID == "" {
 		errs.add("templateId", "or htmlContent is required")
 	}
-	if r.HasHTML && strings.TrimSpace(r.Subject) == "" {
+	if r.HasHTML && strings.TrimSpace(r.Subject) == "" && !hasField(errs, "subject") {
 		errs.add("subject", "is required")
 	}
 	if v, ok := present(m, "data"); ok {
@@ -183,7 +184,8 @@ func hasField(e *fieldErrs, f string) bool {
 	return false
 }
 
-// str reads an optional string of at most max bytes.
+// str reads an optional string of at most max characters (the document's
+// maxLength, which counts characters, not UTF-8 bytes).
 func str(m map[string]jv, name string, max int, errs *fieldErrs) string {
 	v, ok := present(m, name)
 	if !ok {
@@ -198,7 +200,7 @@ func str(m map[string]jv, name string, max int, errs *fieldErrs) string {
 		errs.add(name, "must be a string")
 		return ""
 	}
-	if len(s) > max {
+	if len(s) > max && utf8.RuneCountInString(s) > max {
 		errs.add(name, fmt.Sprintf("must be at most %d characters", max))
 		return ""
 	}
