@@ -41,6 +41,13 @@ type Config struct {
 	// Kubernetes' 30 s grace period) bounds the drain after SIGTERM or
 	// SIGINT: the process exits by then even if work is stuck.
 	ShutdownTimeout time.Duration
+	// /metrics is off on the public listener by default. MetricsListen
+	// (SENDSTREAM_METRICS_LISTEN, e.g. 127.0.0.1:9090) serves it, without a
+	// token, on a separate address; MetricsToken (SENDSTREAM_METRICS_TOKEN,
+	// at least 16 characters) opens GET /metrics on the public listener to
+	// Authorization: Bearer <token>.
+	MetricsListen string
+	MetricsToken  string
 }
 
 // loadConfig reads the environment, filling connection settings the
@@ -57,6 +64,11 @@ func loadConfig() (Config, error) {
 		Secret:         os.Getenv("SENDSTREAM_SECRET"),
 		DataDir:        env("SENDSTREAM_DATA_DIR", ".run"),
 		DebugAddr:      os.Getenv("SENDSTREAM_DEBUG_ADDR"),
+		MetricsListen:  os.Getenv("SENDSTREAM_METRICS_LISTEN"),
+		MetricsToken:   os.Getenv("SENDSTREAM_METRICS_TOKEN"),
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
+		return c, fmt.Errorf("SENDSTREAM_METRICS_TOKEN: want at least 16 characters")
 	}
 	c.SiteURL = strings.TrimRight(env("SENDSTREAM_SITE_URL", "http://"+c.Listen), "/")
 	if _, err := url.Parse(c.SiteURL); err != nil {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -156,7 +157,7 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 
 	res := pipeline.Resources{Postgres: pg, ClickHouse: ch, Publisher: prod, Logger: log, Settings: stageSettings(cfg)}
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	errs := make(chan error, 3) // HTTP, metrics listener, pipeline
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -168,6 +169,21 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		}
+		var mln net.Listener
+		if cfg.MetricsListen != "" {
+			if mln, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+				_ = ln.Close()
+				return fmt.Errorf("listen %s (SENDSTREAM_METRICS_LISTEN): %w", cfg.MetricsListen, err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := srv.ServeMetrics(mln); err != nil {
+					errs <- fmt.Errorf("metrics listener: %w", err)
+				}
+			}()
+			log.Info("serving metrics", "listen", mln.Addr().String())
 		}
 		wg.Add(1)
 		go func() {
@@ -242,7 +258,7 @@ func drainTimeout(bound time.Duration) time.Duration { return bound * 4 / 5 }
 
 // newHTTP builds the HTTP edge with every feature's routes.
 func newHTTP(cfg Config, res pipeline.Resources, ch driver.Conn) (*ingest.Server, error) {
-	srv, err := ingest.New(ingest.Config{SiteURL: cfg.SiteURL, KeyCacheTTL: cfg.KeyCacheTTL}, ingest.Deps{
+	srv, err := ingest.New(ingest.Config{SiteURL: cfg.SiteURL, KeyCacheTTL: cfg.KeyCacheTTL, MetricsToken: cfg.MetricsToken}, ingest.Deps{
 		PG: res.Postgres, Publisher: res.Publisher, Logger: res.Logger,
 		Ready: func(ctx context.Context) error { return ready(ctx, cfg, res.Postgres, ch) },
 	})
@@ -331,7 +347,22 @@ func printDemo(ctx context.Context, cfg Config, pg *pgxpool.Pool, w io.Writer) e
 			return fmt.Errorf("save demo key: %w", err)
 		}
 	}
-	fmt.Fprintf(w, "\nSendstream is up.\n  site:     %s\n  API:      %s/api/v1\n  OpenAPI:  %s/api/v1/openapi.json\n  metrics:  %s/metrics\n  demo workspace: %s\n  demo API key:   %s\n\nTry:\n  curl -s -H 'Authorization: Bearer %s' %s/api/v1/me\n\n",
-		cfg.SiteURL, cfg.SiteURL, cfg.SiteURL, cfg.SiteURL, d.WorkspaceID, d.APIKey, d.APIKey, cfg.SiteURL)
+	fmt.Fprintf(w, "\nSendstream is up.\n  site:     %s\n  API:      %s/api/v1\n  OpenAPI:  %s/api/v1/openapi.json\n  metrics:  %s\n  demo workspace: %s\n  demo API key:   %s\n\nTry:\n  curl -s -H 'Authorization: Bearer %s' %s/api/v1/me\n\n",
+		cfg.SiteURL, cfg.SiteURL, cfg.SiteURL, metricsWhere(cfg), d.WorkspaceID, d.APIKey, d.APIKey, cfg.SiteURL)
 	return nil
+}
+
+// metricsWhere says how /metrics can be reached, for the start-up banner.
+func metricsWhere(cfg Config) string {
+	var where []string
+	if cfg.MetricsListen != "" {
+		where = append(where, "http://"+cfg.MetricsListen+"/metrics")
+	}
+	if cfg.MetricsToken != "" {
+		where = append(where, cfg.SiteURL+"/metrics with Authorization: Bearer $SENDSTREAM_METRICS_TOKEN")
+	}
+	if len(where) == 0 {
+		return "off (set SENDSTREAM_METRICS_LISTEN or SENDSTREAM_METRICS_TOKEN)"
+	}
+	return strings.Join(where, "; ")
 }
