@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"strings"
 	"time"
 
@@ -155,15 +156,17 @@ func (a *api) genericReport(c *ingest.Call) ingest.Result {
 	for i, g := range body.Reports {
 		f := func(n string) string { return fmt.Sprintf("reports[%d].%s", i, n) }
 		r := providerReport{Ref: g.MessageID, Status: g.Type, Email: g.Email, Reason: g.Reason, Provider: g.Provider, At: time.Now().UTC()}
+		// bounceType is an enum of the document whatever the type: a
+		// value outside it is refused, not ignored.
+		if g.BounceType != "" && g.BounceType != "hard" && g.BounceType != "soft" {
+			errs.add(f("bounceType"), "must be hard or soft")
+		}
 		switch g.Type {
 		case schemas.MessageDelivered:
 		case schemas.MessageBounced:
 			r.BounceType = g.BounceType
 			if r.BounceType == "" {
 				r.BounceType = "hard"
-			}
-			if r.BounceType != "hard" && r.BounceType != "soft" {
-				errs.add(f("bounceType"), "must be hard or soft")
 			}
 		case schemas.MessageComplained:
 			r.ComplaintType = g.ComplaintType
@@ -293,6 +296,9 @@ func (n sesNotification) reports() []providerReport {
 // sesReport is POST /api/providers/ses: Amazon SES notifications through an
 // SNS HTTPS subscription, authenticated by the SNS signature.
 func (a *api) sesReport(c *ingest.Call) ingest.Result {
+	if !snsMediaType(c.Header("Content-Type")) {
+		return ingest.Fail(415, "unsupported_media_type", "An SNS message is text/plain (as SNS sends it) or application/json")
+	}
 	m, err := parseSNS(c.Body)
 	if err != nil {
 		return ingest.Fail(400, codeValidation, err.Error())
@@ -339,4 +345,18 @@ func reportedEmail(s string) string {
 		return e
 	}
 	return strings.ToLower(strings.TrimSpace(s))
+}
+
+// snsMediaType reports whether an SNS delivery's Content-Type is one the
+// document takes: text/plain (what SNS sends), application/json or
+// application/*+json, any parameters, or none.
+func snsMediaType(ct string) bool {
+	if strings.TrimSpace(ct) == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "text/plain" || mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
 }
