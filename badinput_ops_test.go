@@ -35,8 +35,11 @@ type biEnv struct {
 	// member is an address on the list (unsubscribe, search); messageID a
 	// message of the workspace (status lookups, provider reports).
 	member    string
+	memberID  string
 	messageID string
 	template  string
+	secret    string // the server's: signs confirmation and unsubscribe links
+	tracking  string // a tracking token
 }
 
 // baseReq is one accepted request of an operation.
@@ -44,6 +47,10 @@ type baseReq struct {
 	path  map[string]string // path parameter values
 	query [][2]string       // query parameters, unencoded
 	body  map[string]any    // JSON body; nil for none
+	// raw and header, when raw is set, are the body of the base request
+	// of an operation with custom inputs (a form post).
+	raw    []byte
+	header [][2]string
 	// refused marks a base the service refuses by design (an unsigned SNS
 	// message): every input is then only checked for a 4xx.
 	refused bool
@@ -140,7 +147,7 @@ func newBIEnv(t *testing.T) *biEnv {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := Config{SiteURL: "http://127.0.0.1:8080", Secret: schemas.NewID() + schemas.NewID()}
 	h := ingesttest.Start(t, featureRoutes(cfg, pipeline.Resources{Postgres: pg, Logger: logger})...)
-	e := &biEnv{h: h, run: schemas.NewID()[:8]}
+	e := &biEnv{h: h, run: schemas.NewID()[:8], secret: cfg.Secret}
 	w := mustAdmin(t, "workspace", "create", "--name", "Bad input suite "+e.run, "--plan", "enterprise", "--rate-multiplier", "100000")
 	e.ws, e.key = w["workspaceId"].(string), w["apiKey"].(string)
 	e.listID = mustAdmin(t, "list", "create", "--workspace", e.ws, "--name", "Suite")["id"].(string)
@@ -150,12 +157,16 @@ func newBIEnv(t *testing.T) *biEnv {
 	mustAdmin(t, "domain", "add", "--workspace", e.ws, "--domain", "example.com")
 	e.template = mustAdmin(t, "template", "create", "--workspace", e.ws, "--file", filepath.Join("deploy", "examples", "template.json"))["id"].(string)
 	mustAdmin(t, "send-policy", "create", "--workspace", e.ws, "--key", "news", "--kind", "marketing", "--from-email", "news@example.com")
+	e.tracking = mustAdmin(t, "tracking-token", "create", "--workspace", e.ws)["token"].(string)
 
 	e.member = "member-" + e.run + "@example.com"
-	if st, body := e.call(t, "POST", "/api/v1/lists/"+e.listID+"/subscribe", map[string]any{"email": e.member}); st != 200 && st != 201 {
+	st, body := e.call(t, "POST", "/api/v1/lists/"+e.listID+"/subscribe", map[string]any{"email": e.member})
+	var sub struct{ ContactID string }
+	if st != 200 && st != 201 || json.Unmarshal(body, &sub) != nil {
 		t.Fatalf("subscribe the member: %d %s", st, body)
 	}
-	st, body := e.call(t, "POST", "/api/v1/transactional/send", map[string]any{
+	e.memberID = sub.ContactID
+	st, body = e.call(t, "POST", "/api/v1/transactional/send", map[string]any{
 		"to": e.member, "subject": "Hi", "htmlContent": "<p>Hi</p>", "externalId": "status-" + e.run})
 	var msg struct{ ID string }
 	if st != 201 || json.Unmarshal(body, &msg) != nil || msg.ID == "" {

@@ -48,22 +48,27 @@ func TestBadInputSuite(t *testing.T) {
 			prefix = strings.TrimRight(u.Path, "/")
 		}
 	}
-	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: biWorkers, DisableCompression: true}}
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: biWorkers, DisableCompression: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	defer client.CloseIdleConnections()
 	bases := biBases(e)
 	r := &biRun{e: e, doc: doc, docText: string(raw), prefix: prefix, client: client}
 	ops := r.operations()
+	documented := len(ops)
+	ops = append(ops, pageOps(e)...)
 	for _, op := range ops {
-		base, ok := bases[op.id]
-		if !ok {
-			t.Errorf("%s %s (%s): no base request in badinput_ops_test.go, so its inputs are not tried", op.method, op.path, op.id)
-			continue
+		if op.base == nil {
+			base, ok := bases[op.id]
+			if !ok {
+				t.Errorf("%s %s (%s): no base request in badinput_ops_test.go, so its inputs are not tried", op.method, op.path, op.id)
+				continue
+			}
+			op.base = base
 		}
-		op.base = base
 		r.runOp(t, op)
 	}
-	sum := fmt.Sprintf("bad-input suite: %d inputs tried over %d operations, %d 5xx, %d failures in %s",
-		r.tried, len(ops), r.fiveXX, len(r.findings), time.Since(start).Round(time.Second))
+	sum := fmt.Sprintf("bad-input suite: %d inputs tried over %d operations (%d in the OpenAPI document, %d other public routes), %d 5xx, %d failures in %s",
+		r.tried, len(ops), documented, len(ops)-documented, r.fiveXX, len(r.findings), time.Since(start).Round(time.Second))
 	t.Log(sum)
 	fmt.Println(sum)
 	if path := os.Getenv("SENDSTREAM_BADINPUT_FINDINGS"); path != "" {
@@ -91,6 +96,11 @@ type biOp struct {
 	textPlain        bool           // the document also takes text/plain
 	noAuth           bool           // security: []
 	base             func(marker string) baseReq
+	// Routes outside the document (badinput_pages_test.go): extra skips
+	// the document's codes and field naming, page also the error format
+	// (HTML answers); custom, when set, gives the inputs.
+	extra, page bool
+	custom      func(r *biRun, op *biOp) []*biCase
 }
 
 // biCase is one input.
@@ -190,6 +200,9 @@ func (r *biRun) uri(op *biOp, base baseReq, rawPath map[string]string, query str
 	if query != "" {
 		p += "?" + query
 	}
+	if op.extra {
+		return p // a site path as written
+	}
 	return r.prefix + p
 }
 
@@ -210,6 +223,14 @@ func (r *biRun) cases(op *biOp) []*biCase {
 		out = append(out, c)
 	}
 	probe := op.base("probe")
+	if op.custom != nil {
+		out = op.custom(r, op)
+		for _, c := range out {
+			c.op = op
+			c.noAuth = c.noAuth || op.noAuth
+		}
+		probe.body = nil // no generated inputs
+	}
 	baseQuery := encodeQuery(probe.query)
 	withBody := func(b baseReq) []byte {
 		if b.body == nil {
@@ -251,8 +272,11 @@ func (r *biRun) cases(op *biOp) []*biCase {
 		add(&biCase{label: "Content-Type " + ctype, uri: r.uri(op, b, nil, baseQuery), body: withBody(b),
 			header: [][2]string{{"Content-Type", ctype}}, expect: x, status: st, marker: m})
 	}
-	// Parameters.
+	// Parameters (custom inputs bring their own).
 	for _, prm := range op.params {
+		if op.custom != nil {
+			break
+		}
 		name, in := fmt.Sprint(prm["name"]), fmt.Sprint(prm["in"])
 		switch in {
 		case "path":
@@ -293,7 +317,7 @@ func (r *biRun) cases(op *biOp) []*biCase {
 		}
 		add(&biCase{label: "unknown query parameter " + v, uri: r.uri(op, b, nil, q), body: withBody(b), expect: either, marker: m})
 	}
-	if !op.noAuth {
+	if !op.noAuth && op.custom == nil {
 		for _, a := range []struct{ label, v string }{
 			{"Authorization with invalid UTF-8", "Bearer \xff\xfe"},
 			{"Authorization of 10,000 characters", "Bearer ss_live_" + strings.Repeat("a", 10000)},
@@ -306,6 +330,9 @@ func (r *biRun) cases(op *biOp) []*biCase {
 		}
 	}
 	for _, c := range out {
+		if op.extra && c.expect == refuseFields {
+			c.expect = refuse
+		}
 		if probe.refused {
 			switch c.expect {
 			case accept:
@@ -451,6 +478,9 @@ func (r *biRun) runOp(t *testing.T, op *biOp) {
 	if b.body != nil {
 		baseCase.body = encodeJSON(b.body)
 	}
+	if b.raw != nil {
+		baseCase.body, baseCase.header = b.raw, b.header
+	}
 	if b.refused {
 		baseCase.expect = refuse
 	}
@@ -553,6 +583,9 @@ func (r *biRun) do(c *biCase) (int, []byte) {
 	if c.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.op.extra {
+		req.Header.Set("Accept", "application/json")
+	}
 	if !c.noAuth {
 		req.Header.Set("Authorization", "Bearer "+r.e.key)
 	}
@@ -598,7 +631,7 @@ func (r *biRun) ok(c *biCase, st int, body []byte) bool {
 	case c.expect == refuseFields && st != 400 && st != 413:
 		problems = append(problems, "want 400 naming the field")
 	}
-	if st >= 400 && st < 500 {
+	if st >= 400 && st < 500 && !c.op.page {
 		problems = append(problems, r.errorFormat(c, st, body)...)
 	}
 	for _, p := range problems {
@@ -620,7 +653,7 @@ func (r *biRun) errorFormat(c *biCase, st int, body []byte) []string {
 		return []string{"not the error format (JSON with error)"}
 	}
 	var out []string
-	if st != 429 {
+	if st != 429 && !c.op.extra {
 		switch {
 		case e.Code == nil || *e.Code == "":
 			out = append(out, "no code")
