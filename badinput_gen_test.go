@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -416,111 +415,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// encodeJSON writes v (maps, slices, strings, numbers, booleans, nil and
-// rawJSON) with sorted keys and without HTML escaping; rawJSON is copied
-// as is, so a body can carry bytes no encoder would write.
-func encodeJSON(v any) []byte {
-	var b bytes.Buffer
-	writeJSON(&b, v)
-	return b.Bytes()
-}
-
-func writeJSON(b *bytes.Buffer, v any) {
-	switch x := v.(type) {
-	case rawJSON:
-		b.Write(x)
-	case map[string]any:
-		b.WriteByte('{')
-		for i, k := range sortedKeys(x) {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeJSON(b, k)
-			b.WriteByte(':')
-			writeJSON(b, x[k])
-		}
-		b.WriteByte('}')
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeJSON(b, e)
-		}
-		b.WriteByte(']')
-	default:
-		enc := json.NewEncoder(b)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(x)
-		b.Truncate(b.Len() - 1) // Encode's newline
-	}
-}
-
-// clone deep-copies a base body.
-func clone(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = clone(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = clone(e)
-		}
-		return out
-	}
-	return v
-}
-
-// setPath puts v at path (a.b[0].c) in body, creating objects on the way;
-// v nil with remove deletes the member.
-func setPath(body map[string]any, path string, v any, remove bool) {
-	parts := strings.Split(path, ".")
-	var cur any = body
-	for i, p := range parts {
-		name, idx := p, -1
-		if j := strings.IndexByte(p, '['); j >= 0 {
-			name = p[:j]
-			idx, _ = strconv.Atoi(strings.TrimSuffix(p[j+1:], "]"))
-		}
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return
-		}
-		last := i == len(parts)-1
-		if idx < 0 {
-			if last {
-				if remove {
-					delete(m, name)
-				} else {
-					m[name] = v
-				}
-				return
-			}
-			if _, ok := m[name].(map[string]any); !ok {
-				m[name] = map[string]any{}
-			}
-			cur = m[name]
-			continue
-		}
-		arr, _ := m[name].([]any)
-		if idx >= len(arr) {
-			return
-		}
-		if last {
-			if remove {
-				m[name] = append(arr[:idx:idx], arr[idx+1:]...)
-			} else {
-				arr[idx] = v
-			}
-			return
-		}
-		cur = arr[idx]
-	}
 }
