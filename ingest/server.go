@@ -529,11 +529,11 @@ func checkJSON(ct, body []byte, cors bool, compact *bool) (Result, bool) {
 	if !okType {
 		return Fail(415, "unsupported_media_type", "Content-Type must be application/json, not "+string(ct)), false
 	}
-	valid, tight := schemas.CompactJSON(body)
+	valid, tight, badEscape := schemas.CheckRequestJSON(body)
 	if !valid {
 		return Fail(400, "invalid_json", "Request body is not valid JSON: "+jsonSyntaxError(body)), false
 	}
-	if res, ok := checkBodyText(body); !ok {
+	if res, ok := checkBodyText(body, badEscape); !ok {
 		return res, false
 	}
 	*compact = tight

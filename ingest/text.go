@@ -34,11 +34,12 @@ const codeInvalidText = "invalid_text"
 // body could hold a million); the message says how many there were.
 const maxTextFields = 20
 
-// checkBodyText applies the text rule to a body already found to be valid
-// JSON. The common case costs one utf8.Valid pass and one search for "\u";
-// only a body that may break the rule is walked to name the paths.
-func checkBodyText(body []byte) (Result, bool) {
-	if !suspectText(body) {
+// checkBodyText applies the text rule to a body that the validator found
+// to be valid JSON, reporting badEscape (schemas.CheckRequestJSON). The
+// common case costs one utf8.Valid pass on top of that; only a body that
+// may break the rule is walked to name the paths.
+func checkBodyText(body []byte, badEscape bool) (Result, bool) {
+	if !badEscape && utf8.Valid(body) {
 		return Result{}, true
 	}
 	var w textWalker
@@ -47,41 +48,6 @@ func checkBodyText(body []byte) (Result, bool) {
 		return Result{}, true
 	}
 	return invalidText(w.count, "string", w.fields), false
-}
-
-// suspectText reports whether the JSON text b might hold a string the text
-// rule refuses: it is not valid UTF-8, or it has a \u escape of NUL or of a
-// surrogate that is not followed by its low half.
-func suspectText(b []byte) bool {
-	if !utf8.Valid(b) {
-		return true
-	}
-	for i := 0; ; {
-		j := bytes.Index(b[i:], []byte(`\u`))
-		if j < 0 {
-			return false
-		}
-		j += i
-		i = j + 2
-		k := j
-		for k > 0 && b[k-1] == '\\' {
-			k--
-		}
-		if (j-k)%2 == 1 {
-			continue // an escaped backslash, then a letter u
-		}
-		r, _ := hex4(b, i)
-		if r == 0 || isLowSurrogate(r) {
-			return true
-		}
-		if isHighSurrogate(r) {
-			lo, ok := hex4(b, i+6)
-			if !ok || b[i+4] != '\\' || b[i+5] != 'u' || !isLowSurrogate(lo) {
-				return true
-			}
-			i += 10
-		}
-	}
 }
 
 // hex4 decodes the four hex digits at b[i:i+4].
@@ -373,10 +339,11 @@ func CheckBodyText(c *Call) (res Result, ok bool) {
 	}
 	ct = strings.TrimSpace(ct)
 	if ct == "application/json" || strings.HasSuffix(ct, "+json") {
-		if !schemas.ValidJSON(c.Body) {
+		valid, _, badEscape := schemas.CheckRequestJSON(c.Body)
+		if !valid {
 			return Result{}, true
 		}
-		return checkBodyText(c.Body)
+		return checkBodyText(c.Body, badEscape)
 	}
 	return checkQueryText(c.Body)
 }

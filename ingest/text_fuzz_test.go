@@ -55,8 +55,9 @@ func textRuleOracle(b []byte) (bad bool) {
 	return replacements > literalReplacements(b)
 }
 
-// FuzzBodyText checks the body text rule (suspectText's fast path and the
-// walk) against encoding/json's decoding on any valid JSON.
+// FuzzBodyText checks the body text rule (the validator's badEscape plus
+// utf8.Valid, and the walk on its own) against encoding/json's decoding on
+// any valid JSON.
 func FuzzBodyText(f *testing.F) {
 	for _, s := range []string{
 		`{"a":"b"}`, `{"a":"\u0000"}`, `{"a\u0000":1}`, `["\ud800"]`, `"\udc00x"`, `{"a":"\ud83d\ude00"}`,
@@ -66,12 +67,20 @@ func FuzzBodyText(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if !schemas.ValidJSON(b) {
+		valid, _, badEscape := schemas.CheckRequestJSON(b)
+		if valid != schemas.ValidJSON(b) {
+			t.Fatalf("CheckRequestJSON(%q) valid=%v, ValidJSON disagrees", b, valid)
+		}
+		if !valid {
 			return
 		}
-		res, ok := checkBodyText(b)
-		if want := !textRuleOracle(b); ok != want {
-			t.Fatalf("checkBodyText(%q) ok=%v, encoding/json says %v", b, ok, want)
+		want := !textRuleOracle(b)
+		res, ok := checkBodyText(b, badEscape)
+		if ok != want {
+			t.Fatalf("checkBodyText(%q) ok=%v (badEscape %v), encoding/json says %v", b, ok, badEscape, want)
+		}
+		if _, walked := checkBodyText(b, true); walked != want {
+			t.Fatalf("the walk of %q says ok=%v, encoding/json says %v", b, walked, want)
 		}
 		if !ok {
 			e := res.Body.(ErrorBody)

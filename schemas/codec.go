@@ -90,6 +90,30 @@ func CompactJSON(p []byte) (valid, compact bool) {
 	return ValidJSON(p), false
 }
 
+// CheckRequestJSON is CompactJSON for a request body, plus, in the same
+// pass, the escape half of the HTTP edge's text rule: badEscape reports a
+// string (key or value) with a \u0000 escape or a surrogate escape without
+// its other half, which encoding/json would silently read as NUL or U+FFFD.
+// (Raw bytes that are not UTF-8 are for the caller's utf8.Valid.) A body
+// nested deeper than the validator's bound reports badEscape true: the
+// caller finds out exactly.
+func CheckRequestJSON(p []byte) (valid, compact, badEscape bool) {
+	var v validator
+	if end, ok := v.value(p, 0); ok && end == len(p) {
+		return true, !v.space, v.badEscape
+	}
+	v = validator{}
+	i := v.skipSpace(p, 0)
+	end, ok := v.value(p, i)
+	if !ok {
+		if v.depth > maxDepth && json.Valid(p) {
+			return true, false, true
+		}
+		return false, false, false
+	}
+	return v.skipSpace(p, end) == len(p), false, v.badEscape
+}
+
 // wholeValue reports whether p is one valid JSON value from its first byte
 // to its last (no whitespace around it) and, if so, whether it also has
 // none between its tokens. One validator pass.
@@ -388,6 +412,9 @@ type validator struct {
 	space  bool // whitespace outside strings
 	escape bool // <, >, & or U+2028/U+2029 anywhere
 	depth  int
+	// badEscape: a \u escape of NUL or a lone surrogate somewhere (not
+	// noted for strings taken from storedStrings).
+	badEscape bool
 	// stored: the input was read back from the broker or a store, so long
 	// strings found valid before may be taken from storedStrings.
 	stored bool
@@ -511,9 +538,11 @@ func (v *validator) str(p []byte, i int) (int, bool) {
 		return end, valid
 	}
 	s := p[i+1 : end-1]
-	if !validStringSpan(s) {
+	ok, badEscape := scanStringSpan(s)
+	if !ok {
 		return 0, false
 	}
+	v.badEscape = v.badEscape || badEscape
 	if !v.escape && marshalEscapes(s) {
 		v.escape = true
 	}
@@ -524,8 +553,15 @@ func (v *validator) str(p []byte, i int) (int, bool) {
 // quotes (the closing one unescaped), has no control character and only
 // valid escapes.
 func validStringSpan(s []byte) bool {
+	ok, _ := scanStringSpan(s)
+	return ok
+}
+
+// scanStringSpan is validStringSpan that also reports a \u escape of NUL,
+// of a low surrogate, or of a high surrogate not followed by a low one.
+func scanStringSpan(s []byte) (ok, badEscape bool) {
 	if hasControl(s) {
-		return false
+		return false, false
 	}
 	for j := 0; ; {
 		k := bytes.IndexByte(s[j:], '\\')
@@ -538,15 +574,48 @@ func validStringSpan(s []byte) bool {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			j += 2
 		case 'u':
-			if j+5 >= len(s) || !isHex(s[j+2]) || !isHex(s[j+3]) || !isHex(s[j+4]) || !isHex(s[j+5]) {
-				return false
+			r, ok := escapedUnit(s, j)
+			if !ok {
+				return false, false
 			}
 			j += 6
+			switch {
+			case r == 0 || r >= 0xDC00 && r < 0xE000:
+				badEscape = true
+			case r >= 0xD800 && r < 0xDC00:
+				if lo, ok := escapedUnit(s, j); ok && lo >= 0xDC00 && lo < 0xE000 {
+					j += 6
+				} else {
+					badEscape = true
+				}
+			}
 		default:
-			return false
+			return false, false
 		}
 	}
-	return true
+	return true, badEscape
+}
+
+// escapedUnit decodes the \uXXXX escape at s[j] (ok false when there is
+// none).
+func escapedUnit(s []byte, j int) (rune, bool) {
+	if j+5 >= len(s) || s[j] != '\\' || s[j+1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[j+2 : j+6] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 const (
