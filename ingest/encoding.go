@@ -3,12 +3,20 @@ package ingest
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
+
+	"sendstream/schemas"
 )
 
+// The checks of a request body's form, before any handler reads it: its
+// Content-Encoding (decodeBody), then on JSON routes its Content-Type and
+// syntax (checkJSON, which also applies the text rule of text.go).
+//
 // Request bodies may be sent compressed with Content-Encoding: gzip (or its
 // alias x-gzip), as most HTTP clients can do; identity (or no header) is a
 // plain body. Every other encoding (deflate, br, zstd, a list of several)
@@ -79,4 +87,44 @@ func gunzipBounded(in []byte, limit int) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// checkJSON enforces the content type, the syntax and the text rule
+// (checkBodyText) of a JSON body, and reports in *compact whether the body
+// has no whitespace outside strings.
+// Accepted types: application/json and application/*+json (any
+// parameters), no Content-Type at all, and on CORS routes text/plain.
+func checkJSON(ct, body []byte, cors bool, compact *bool) (Result, bool) {
+	if i := bytes.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = bytes.TrimSpace(ct)
+	okType := len(ct) == 0 || bytes.EqualFold(ct, []byte("application/json")) ||
+		(len(ct) > 17 && bytes.EqualFold(ct[:12], []byte("application/")) && bytes.EqualFold(ct[len(ct)-5:], []byte("+json"))) ||
+		(cors && bytes.EqualFold(ct, []byte("text/plain")))
+	if !okType {
+		return Fail(415, "unsupported_media_type", "Content-Type must be application/json, not "+string(ct)), false
+	}
+	valid, tight, badEscape := schemas.CheckRequestJSON(body)
+	if !valid {
+		return Fail(400, "invalid_json", "Request body is not valid JSON: "+jsonSyntaxError(body)), false
+	}
+	if res, ok := checkBodyText(body, badEscape); !ok {
+		return res, false
+	}
+	*compact = tight
+	return Result{}, true
+}
+
+func jsonSyntaxError(body []byte) string {
+	var v any
+	err := json.Unmarshal(body, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return se.Error() + " at byte " + strconv.FormatInt(se.Offset, 10)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "unexpected data"
 }

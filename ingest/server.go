@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/valyala/fasthttp"
 
 	"sendstream/ingest/auth"
@@ -22,100 +20,6 @@ import (
 	"sendstream/pipeline"
 	"sendstream/schemas"
 )
-
-// Body caps of spec 8.2, by surface.
-const (
-	CapV1     = 16 << 20 // /api/v1/*
-	CapPublic = 64 << 10 // /api/public/*
-	CapMCP    = 1 << 20  // /api/mcp
-	CapOther  = 1 << 20  // every other path (site root, OAuth)
-	// maxBody is what fasthttp reads at most; anything larger is refused
-	// with 413 before a handler runs.
-	maxBody = CapV1 + 64<<10
-)
-
-// Config configures a Server. Zero fields take the defaults noted.
-type Config struct {
-	// SiteURL is the site root, e.g. http://127.0.0.1:8080 (served as the
-	// OpenAPI server URL, {SiteURL}/api).
-	SiteURL string
-	// KeyCacheTTL bounds how long a deleted key, a suspension or an expiry
-	// change may go unnoticed (default 5s; negative disables the cache).
-	KeyCacheTTL time.Duration
-	// RequestLogBodyCap caps each of the request and the response body in a
-	// request-log record, after redaction (default 8 KiB; longer bodies are
-	// cut and the record marked truncated).
-	RequestLogBodyCap int
-	// RequestTimeout bounds a handler plus the publish before answering
-	// (default 15s).
-	RequestTimeout time.Duration
-	// LogQueue is how many request-log records of non-2xx answers may wait
-	// to be published in the background (default 16384); beyond it they are
-	// dropped and counted.
-	LogQueue int
-	// ReadTimeout bounds how long a connection may take, from the end of one
-	// response, to send the next request in full, keep-alive idleness
-	// included (default 60s; enforced to within a quarter, see
-	// timeoutListener).
-	ReadTimeout time.Duration
-	// RateLimit tunes lease sizes; see package ratelimit.
-	RateLimit ratelimit.Options
-	// MetricsToken, when set, opens GET /metrics on the public listener to
-	// requests with Authorization: Bearer <MetricsToken> (401 without it);
-	// when empty the public /metrics answers 404. ServeMetrics serves the
-	// metrics on a separate listener instead.
-	MetricsToken string
-}
-
-// Validate reports settings that cannot work.
-func (c Config) Validate() error {
-	if c.RequestLogBodyCap < 0 || c.LogQueue < 0 || c.RequestTimeout < 0 {
-		return errors.New("ingest config: negative cap, queue or timeout")
-	}
-	if c.KeyCacheTTL > time.Minute {
-		return errors.New("ingest config: KeyCacheTTL above 1m defeats deletion and suspension")
-	}
-	return nil
-}
-
-func (c *Config) withDefaults() {
-	if c.SiteURL == "" {
-		c.SiteURL = "http://127.0.0.1:8080"
-	}
-	c.SiteURL = strings.TrimRight(c.SiteURL, "/")
-	if c.KeyCacheTTL == 0 {
-		c.KeyCacheTTL = 5 * time.Second
-	}
-	if c.RequestLogBodyCap == 0 {
-		c.RequestLogBodyCap = 8 << 10
-	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = 15 * time.Second
-	}
-	if c.LogQueue == 0 {
-		c.LogQueue = 16384
-	}
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = 60 * time.Second
-	}
-}
-
-// Deps are the shared clients a Server uses. PG and Publisher are required.
-type Deps struct {
-	PG        *pgxpool.Pool
-	Publisher pipeline.Publisher
-	Logger    *slog.Logger // default slog.Default()
-	// Ready reports whether the process can serve (Postgres, ClickHouse,
-	// Kafka); /readyz answers 503 with its error. Nil means always ready.
-	Ready func(ctx context.Context) error
-	// Metrics is the registry HTTP metrics go to and /metrics serves
-	// (default pipeline.DefaultMetrics).
-	Metrics *pipeline.Registry
-	// ExtraMetrics, when set, appends more Prometheus text to /metrics.
-	ExtraMetrics func(w io.Writer)
-	// Auth overrides credential resolution (default: auth.Store on PG).
-	Auth auth.Resolver
-}
 
 // Server is the HTTP edge. Create it with New, add feature routes with Add,
 // then Serve; Shutdown drains it. Add must not be called after Serve.
@@ -455,15 +359,6 @@ func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, 
 	return Result{}, p, true
 }
 
-// checkURLText applies the text rules to the path parameters (404 when one
-// cannot name anything) and the query string (400 invalid_text).
-func checkURLText(rc *fasthttp.RequestCtx, spans []paramSpan) (Result, bool) {
-	if !validPath(rc.URI().PathOriginal(), rc.Path(), spans) {
-		return Fail(404, "not_found", "Not found: the path holds NUL, invalid UTF-8 or a malformed percent-escape, so it names nothing that exists"), false
-	}
-	return checkQueryText(rc.URI().QueryString())
-}
-
 // runHandler calls the route's handler, turning a panic into a 500.
 func (s *Server) runHandler(rt *route, c *Call) (res Result) {
 	defer func() {
@@ -511,46 +406,6 @@ func bearer(h []byte) ([]byte, bool) {
 	}
 	tok := bytes.TrimSpace(h[len(p):])
 	return tok, len(tok) > 0
-}
-
-// checkJSON enforces the content type, the syntax and the text rule
-// (checkBodyText) of a JSON body, and reports in *compact whether the body
-// has no whitespace outside strings.
-// Accepted types: application/json and application/*+json (any
-// parameters), no Content-Type at all, and on CORS routes text/plain.
-func checkJSON(ct, body []byte, cors bool, compact *bool) (Result, bool) {
-	if i := bytes.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	ct = bytes.TrimSpace(ct)
-	okType := len(ct) == 0 || bytes.EqualFold(ct, []byte("application/json")) ||
-		(len(ct) > 17 && bytes.EqualFold(ct[:12], []byte("application/")) && bytes.EqualFold(ct[len(ct)-5:], []byte("+json"))) ||
-		(cors && bytes.EqualFold(ct, []byte("text/plain")))
-	if !okType {
-		return Fail(415, "unsupported_media_type", "Content-Type must be application/json, not "+string(ct)), false
-	}
-	valid, tight, badEscape := schemas.CheckRequestJSON(body)
-	if !valid {
-		return Fail(400, "invalid_json", "Request body is not valid JSON: "+jsonSyntaxError(body)), false
-	}
-	if res, ok := checkBodyText(body, badEscape); !ok {
-		return res, false
-	}
-	*compact = tight
-	return Result{}, true
-}
-
-func jsonSyntaxError(body []byte) string {
-	var v any
-	err := json.Unmarshal(body, &v)
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return se.Error() + " at byte " + strconv.FormatInt(se.Offset, 10)
-	}
-	if err != nil {
-		return err.Error()
-	}
-	return "unexpected data"
 }
 
 func contains(list []string, s string) bool {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/valyala/fasthttp"
+
 	"sendstream/schemas"
 )
 
@@ -346,4 +348,13 @@ func CheckBodyText(c *Call) (res Result, ok bool) {
 		return checkBodyText(c.Body, badEscape)
 	}
 	return checkQueryText(c.Body)
+}
+
+// checkURLText applies the text rules to the path parameters (404 when one
+// cannot name anything) and the query string (400 invalid_text).
+func checkURLText(rc *fasthttp.RequestCtx, spans []paramSpan) (Result, bool) {
+	if !validPath(rc.URI().PathOriginal(), rc.Path(), spans) {
+		return Fail(404, "not_found", "Not found: the path holds NUL, invalid UTF-8 or a malformed percent-escape, so it names nothing that exists"), false
+	}
+	return checkQueryText(rc.URI().QueryString())
 }
