@@ -670,3 +670,49 @@ func TestPayloadOnTheWireIsCompact(t *testing.T) {
 		t.Fatalf("events on the wire: %v, want the 4 posted", seen)
 	}
 }
+
+// TestNoInventedEventLimits: externalId, contactId and value have no limit
+// the spec does not state (the 255-byte and 1e12 rules are gone); a value
+// beyond float64 is refused, as ClickHouse could not hold it.
+func TestNoInventedEventLimits(t *testing.T) {
+	h := start(t)
+	ws, key := h.NewWorkspace(t, ingesttest.WorkspaceOpts{Plan: "pro"})
+	contact(t, h, ws, "long@example.com")
+	ext := strings.Repeat("é", 600) // 1,200 bytes
+	st, b := h.Do("POST", "/api/v1/events", key, map[string]any{
+		"event": "order.completed", "email": "long@example.com", "goalType": "purchase",
+		"value": json.RawMessage("2.5e15"), "externalId": ext,
+	})
+	if st != 201 {
+		t.Fatalf("long externalId and a value over 1e12: %d %s", st, b)
+	}
+	st, b = h.Do("POST", "/api/v1/events", key, map[string]any{
+		"event": "order.completed", "email": "long@example.com", "goalType": "purchase",
+		"value": json.RawMessage("2.5e15"), "externalId": ext,
+	})
+	if o := decode[outcome](t, b); st != 200 || !o.Deduplicated {
+		t.Fatalf("repeat of the long externalId: %d %s", st, b)
+	}
+	st, b = h.Do("POST", "/api/v1/events", key, map[string]any{"event": "login", "contactId": strings.Repeat("c", 1000)})
+	if o := decode[outcome](t, b); st != 201 || o.ContactID != nil {
+		t.Fatalf("a long unknown contactId: %d %s", st, b)
+	}
+	st, b = h.Do("POST", "/api/v1/events", key, map[string]any{
+		"event": "x", "email": "long@example.com", "goalType": "lead", "value": json.RawMessage("1e309"),
+	})
+	if st != 400 || !strings.Contains(string(b), `"fields":["value"]`) {
+		t.Fatalf("value beyond float64: %d %s", st, b)
+	}
+	var values []string
+	for _, ps := range published(t, h, ws) {
+		for _, p := range ps {
+			if p.ExternalID == ext {
+				values = append(values, string(p.Value))
+			}
+		}
+	}
+	// A fresh duplicate republishes under the same id (stages keep the first).
+	if len(values) == 0 || slices.ContainsFunc(values, func(v string) bool { return v != "2.5e15" }) {
+		t.Fatalf("published values of the long externalId: %q, want 2.5e15", values)
+	}
+}

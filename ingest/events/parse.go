@@ -1,6 +1,7 @@
 package events
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -9,14 +10,18 @@ import (
 	"sendstream/schemas"
 )
 
-// Limits of an event beyond spec 2.3 (documented in the OpenAPI fragment).
+// Limits of an event (spec 2.3 and 8.2; documented in the OpenAPI fragment).
+// externalId, contactId and value have no limit of their own beyond what
+// storage can hold: value must be a finite float64 (ClickHouse keeps it as
+// Float64).
 const (
-	MaxNameLen       = 100        // spec 2.3 / 8.2
-	MaxExternalIDLen = 255        // bytes
-	MaxContactIDLen  = 255        // bytes
-	MaxAbsValue      = 1e12       // |value|
-	ImportMaxRows    = 50         // spec 8.2
-	maxDateTime      = 4291747199 // 2105-12-31T23:59:59Z: ClickHouse DateTime holds up to 2106
+	MaxNameLen    = 100        // spec 2.3 / 8.2
+	ImportMaxRows = 50         // spec 8.2
+	maxDateTime   = 4291747199 // 2105-12-31T23:59:59Z: ClickHouse DateTime holds up to 2106
+	// maxValueText is the longest value kept as sent; a longer one (more
+	// digits than a float64 carries) is stored as its float64 value, so
+	// Postgres numeric never meets more than 16383 digits after the point.
+	maxValueText = 40
 )
 
 // Error codes of event validation (the `code` of a 400).
@@ -113,8 +118,8 @@ func Parse(raw []byte, requireContact bool) (Input, []FieldError) {
 	if rawContact != nil && !isNull(rawContact) {
 		if s, ok := decodeString(rawContact); !ok {
 			bad("contactId", "contactId must be a string")
-		} else if s = strings.TrimSpace(s); s == "" || len(s) > MaxContactIDLen {
-			bad("contactId", "contactId must be a non-empty string of at most "+strconv.Itoa(MaxContactIDLen)+" bytes")
+		} else if s = strings.TrimSpace(s); s == "" {
+			bad("contactId", "contactId must be a non-empty string")
 		} else {
 			in.ContactID = s
 		}
@@ -138,11 +143,11 @@ func Parse(raw []byte, requireContact bool) (Input, []FieldError) {
 		if !isNumber(rawValue) {
 			valueOK = false
 			bad("value", "value must be a number")
-		} else if f, err := strconv.ParseFloat(string(rawValue), 64); err != nil || f > MaxAbsValue || f < -MaxAbsValue {
+		} else if v, ok := valueText(rawValue); !ok {
 			valueOK = false
-			bad("value", "value must be a number between -1e12 and 1e12")
+			bad("value", "value must be a finite number (at most about 1.8e308 in size)")
 		} else {
-			in.Value = string(rawValue)
+			in.Value = v
 		}
 	}
 
@@ -161,8 +166,8 @@ func Parse(raw []byte, requireContact bool) (Input, []FieldError) {
 	if rawExt != nil && !isNull(rawExt) {
 		if s, ok := decodeString(rawExt); !ok {
 			bad("externalId", "externalId must be a string")
-		} else if s == "" || len(s) > MaxExternalIDLen {
-			bad("externalId", "externalId must be a non-empty string of at most "+strconv.Itoa(MaxExternalIDLen)+" bytes")
+		} else if s == "" {
+			bad("externalId", "externalId must be a non-empty string")
 		} else {
 			in.ExternalID = s
 		}
@@ -301,4 +306,21 @@ func errorCode(errs []FieldError) string {
 		return CodeInvalid
 	}
 	return code
+}
+
+// valueText is the decimal text kept for a goal value: the number as sent
+// when it is short, else its float64 value ("0" for one that underflows).
+// ok is false for a number beyond float64's range.
+func valueText(raw []byte) (string, bool) {
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", false
+	}
+	if f == 0 {
+		return "0", true
+	}
+	if len(raw) <= maxValueText {
+		return string(raw), true
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64), true
 }

@@ -52,7 +52,12 @@ func TestParseRules(t *testing.T) {
 		{"subscription no value", `{"event":"x","email":"a@b.co","goalType":"subscription"}`, false, []string{"value"}, CodeValueRequired},
 		{"value no goal", `{"event":"x","email":"a@b.co","value":3}`, false, []string{"value"}, CodeValueNeedsGoal},
 		{"value string", `{"event":"x","email":"a@b.co","goalType":"lead","value":"3"}`, false, []string{"value"}, CodeInvalid},
-		{"value huge", `{"event":"x","email":"a@b.co","goalType":"lead","value":1e13}`, false, []string{"value"}, CodeInvalid},
+		{"value beyond float64", `{"event":"x","email":"a@b.co","goalType":"lead","value":1e309}`, false, []string{"value"}, CodeInvalid},
+		{"value below -float64", `{"event":"x","email":"a@b.co","goalType":"lead","value":-1e309}`, false, []string{"value"}, CodeInvalid},
+		{"value 1e13 ok (no invented bound)", `{"event":"x","email":"a@b.co","goalType":"lead","value":1e13}`, false, nil, ""},
+		{"value 1e300 ok", `{"event":"x","email":"a@b.co","goalType":"purchase","value":-1e300}`, false, nil, ""},
+		{"long externalId ok", `{"event":"x","email":"a@b.co","externalId":"` + strings.Repeat("é", 1000) + `"}`, false, nil, ""},
+		{"long contactId ok", `{"event":"x","contactId":"` + strings.Repeat("c", 1000) + `"}`, false, nil, ""},
 		{"currency 2", `{"event":"x","email":"a@b.co","currency":"EU"}`, false, []string{"currency"}, CodeInvalid},
 		{"currency unknown", `{"event":"x","email":"a@b.co","currency":"ABC"}`, false, []string{"currency"}, CodeInvalid},
 		{"occurredAt date", `{"event":"x","email":"a@b.co","occurredAt":"2025-03-01"}`, false, []string{"occurredAt"}, CodeInvalid},
@@ -152,5 +157,28 @@ func TestScannerRejectsMalformed(t *testing.T) {
 	var n int
 	if err := eachElement([]byte(` [ {"a":[1,2]} , "x]" , 3 ] `), func(int, []byte) { n++ }); err != nil || n != 3 {
 		t.Fatalf("eachElement: n=%d err=%v", n, err)
+	}
+}
+
+func TestValueText(t *testing.T) {
+	long := "1." + strings.Repeat("5", 20000) // more digits than Postgres numeric keeps after the point
+	cases := []struct{ in, want string }{
+		{"49.5", "49.5"},
+		{"-10", "-10"},
+		{"1e13", "1e13"},
+		{"1e-20000", "0"},            // underflows: stored as 0
+		{"-0.0", "0"},                // zero in any spelling
+		{long, "1.5555555555555556"}, // kept as its float64 value
+	}
+	for _, c := range cases {
+		got, ok := valueText([]byte(c.in))
+		if !ok || got != c.want {
+			t.Errorf("valueText(%.20s…) = %q, %v; want %q", c.in, got, ok, c.want)
+		}
+	}
+	for _, bad := range []string{"1e309", "-1e309", "1e99999"} {
+		if got, ok := valueText([]byte(bad)); ok {
+			t.Errorf("valueText(%s) = %q, accepted", bad, got)
+		}
 	}
 }
