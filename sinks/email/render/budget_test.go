@@ -57,8 +57,11 @@ func TestBudgetIterations(t *testing.T) {
 		data      map[string]any
 		fast      bool
 	}{
-		{"library nested ranges", nestedLoop, nil, false},
-		{"library tablerow", `{% tablerow a in (1..100000) %}{% tablerow b in (1..100000) %}x{% endtablerow %}{% endtablerow %}`, nil, false},
+		// limit: keeps these loops out of the parse-time check of literal
+		// ranges (TestStaticIterations), so the render's own count stops them.
+		{"library nested ranges", `{% for a in (1..100000) limit: 100000 %}{% for b in (1..100000) limit: 100000 %}x{% endfor %}{% endfor %}`, nil, false},
+		{"library nested ranges from data", `{% for a in (1..n) %}{% for b in (1..n) %}x{% endfor %}{% endfor %}`, map[string]any{"n": 100000}, false},
+		{"library tablerow", `{% tablerow a in (1..100000) limit: 100000 %}{% tablerow b in (1..100000) limit: 100000 %}x{% endtablerow %}{% endtablerow %}`, nil, false},
 		{"fast nested lists", `{% for a in list %}{% for b in list %}x{% endfor %}{% endfor %}`, map[string]any{"list": items(2000)}, true},
 		{"library range into a filter", `{{ (1..2000000000) | join: "," }}`, nil, false},
 		{"library range reversed", `{% assign r = (1..2000000000) | reverse %}{{ r | size }}`, nil, false},
@@ -152,13 +155,53 @@ func TestBudgetTime(t *testing.T) {
 	}
 }
 
-// The template of issue 23 stops within the default budget's time, having
+// The template of issue 23 is refused at parse time: its literal ranges
+// alone ask for 10^10 iterations.
+func TestStaticIterations(t *testing.T) {
+	e := NewEngineWithBudget(0, Budget{})
+	for _, mode := range []Mode{Text, HTML} {
+		_, err := e.Parse(nestedLoop, mode)
+		var se *SyntaxError
+		if !errors.As(err, &se) || se.Msg != "its loops over literal ranges ask for 10000000000 iterations, over the render budget of 1000000 loop iterations" {
+			t.Fatalf("parse of the nested loop: %v (%T)", err, err)
+		}
+	}
+	cases := []struct {
+		src  string
+		want int64
+	}{
+		{`{% for i in (1..10) %}{% endfor %}`, 10},
+		{`{% for i in (1..1000) %}{% for j in (1..1000) %}{% endfor %}{% endfor %}{% for k in (5..4) %}{% endfor %}`, 1000000},
+		{`{% for i in (1..1000) reversed %}{% for j in list %}{% for k in (1..3) %}{% endfor %}{% endfor %}{% endfor %}`, 3000},
+		{`{% for i in (1..1000) limit: 2 %}{% endfor %}`, 1},                // modifiers: judged at render
+		{`{% raw %}{% for i in (1..99999999999) %}{% endraw %}`, 0},         // not a loop
+		{`{% for i in (1..99999999999999999999) %}{% endfor %}`, 1<<63 - 1}, // beyond int64
+		{`{% for i in (-5..5) %}{% endfor %}`, 11},
+	}
+	for _, c := range cases {
+		if got := staticIterations(c.src); got != c.want {
+			t.Errorf("staticIterations(%s) = %d, want %d", c.src, got, c.want)
+		}
+	}
+	// At the budget is fine; one over is refused.
+	small := NewEngineWithBudget(0, Budget{MaxIterations: 100})
+	if _, err := small.Parse(`{% for i in (1..10) %}{% for j in (1..10) %}x{% endfor %}{% endfor %}`, HTML); err != nil {
+		t.Fatalf("100 iterations under a budget of 100: %v", err)
+	}
+	if _, err := small.Parse(`{% for i in (1..101) %}x{% endfor %}`, HTML); err == nil {
+		t.Fatal("101 iterations under a budget of 100 parsed")
+	}
+}
+
+// The nested loop of issue 23, with its bounds from the data so that only
+// the render can stop it, stops within the default budget's time, having
 // used at most its bytes.
 func TestBudgetDefaultStopsTheNestedLoop(t *testing.T) {
+	const fromData = `{% for a in (1..n) %}{% for b in (1..n) %}x{% endfor %}{% endfor %}`
 	for _, mode := range []Mode{Text, HTML} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err, took := renderBudget(t, Budget{}, nestedLoop, mode, nil, false)
+		_, err, took := renderBudget(t, Budget{}, fromData, mode, map[string]any{"n": 100000}, false)
 		runtime.ReadMemStats(&after)
 		var be *BudgetError
 		if !errors.As(err, &be) {

@@ -201,6 +201,9 @@ func (e *Engine) parse(src string, mode Mode) (*Template, error) {
 	if serr != nil {
 		return nil, &SyntaxError{Msg: cleanMessage(serr.Error())}
 	}
+	if err := checkStaticIterations(src, e.budget); err != nil {
+		return nil, err
+	}
 	vars, err := collect(root)
 	if err != nil {
 		return nil, err
