@@ -202,13 +202,7 @@ func (s *service) prepare(ctx context.Context, ws, wsName string, req *sendReque
 		}
 		p.from = schemas.Address{Email: req.FromEmail, Name: p.policy.FromName}
 	} else {
-		p.from = schemas.Address{Email: p.policy.FromEmail, Name: p.policy.FromName}
-		if p.from.Email == "" && len(look.Domains) > 0 {
-			p.from.Email = "noreply@" + look.Domains[0]
-		}
-		if p.from.Email == "" {
-			p.from.Email = s.defFrom
-		}
+		p.from = schemas.Address{Email: email.DefaultSender(p.policy.FromEmail, look.Domains, s.defFrom), Name: p.policy.FromName}
 	}
 
 	// Template syntax.

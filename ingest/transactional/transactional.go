@@ -24,6 +24,7 @@ import (
 	"sendstream/ingest"
 	"sendstream/ingest/contacts"
 	"sendstream/schemas"
+	"sendstream/sinks/email"
 	"sendstream/sinks/email/render"
 )
 
@@ -79,7 +80,7 @@ func Routes(d Deps) []ingest.Route {
 		d.Engine = render.NewEngine(0)
 	}
 	if d.DefaultFromEmail == "" {
-		d.DefaultFromEmail = "noreply@sendstream.local"
+		d.DefaultFromEmail = email.DefaultFromEmail
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()

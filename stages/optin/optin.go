@@ -1,12 +1,26 @@
-// Package optin is the stage that sends double opt-in confirmation emails:
-// it reads contact.optin_requested.v1 envelopes from the contacts topic
-// (published by the hosted sign-up form of ingest/contacts before it answers)
-// and hands one message with the signed confirmation link to the mail server
-// at SENDSTREAM_SMTP_URL. Other envelope types on the topic are skipped.
+// Package optin is the stage that turns a double opt-in request into its
+// confirmation email: it reads contact.optin_requested.v1 envelopes from
+// sendstream.optin.v1 (published by the hosted sign-up form of
+// ingest/contacts before it answers) and returns, for the runner to
+// publish, one transactional.send.v1 envelope on the transactional topic.
+// Other envelope types are skipped.
 //
-// Delivery is at least once: a message is recorded in optin_mail_sent by
-// envelope id after the mail server accepted it, and an envelope already
-// recorded is skipped, so only a crash between the two sends a duplicate.
+// The confirmation is a transactional message of the workspace like any
+// other, so there is one mail path: it is stored queued in
+// transactional_messages (listed by GET /v1/transactional, its status
+// readable), the delivery stage renders it, builds it (sinks/email.Build),
+// signs it with the DKIM key of the sender's domain and hands it to the
+// provider of the workspace's default Transactional policy (sinks/email:
+// pooled connections, circuit breaker, SMTPUTF8 rules), and the messagelog
+// stage records queued → sent | failed in ClickHouse. The sender is the one
+// a send without fromEmail gets (email.DefaultSender): the default policy's
+// fromEmail, else noreply@ the workspace's first domain, else
+// noreply@sendstream.local.
+//
+// Idempotent by envelope id: the message id derives from it
+// (schemas.ChildID), the row is stored ON CONFLICT DO NOTHING and the
+// envelope published again on a replay; the delivery stage claims each
+// message once, so a replay never sends a second copy.
 package optin
 
 import (
@@ -15,8 +29,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
-	"net/mail"
 	"strings"
 	"time"
 
@@ -25,90 +37,71 @@ import (
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	"sendstream/sinks/email"
 )
 
 // Name is the stage's registered name.
 const Name = "optin"
 
 var (
-	//go:embed sql/sent.sql
-	sqlSent string
-	//go:embed sql/record.sql
-	sqlRecord string
+	//go:embed sql/sender.sql
+	sqlSender string
+	//go:embed sql/store.sql
+	sqlStore string
 )
 
 func init() {
-	pipeline.Register(pipeline.Spec[Config]{
+	pipeline.Register(pipeline.Spec[struct{}]{
 		Name:     Name,
 		Consumes: schemas.TopicOptIn,
-		Defaults: DefaultConfig(),
-		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
-			if v := r.Settings["smtp_url"]; v != "" {
-				cfg.SMTPURL = v
+		Produces: []string{schemas.TopicTransactional},
+		New: func(ctx context.Context, r pipeline.Resources, _ struct{}) (pipeline.Stage, error) {
+			if r.Postgres == nil {
+				return nil, errors.New("optin: needs Postgres")
 			}
-			if v := r.Settings["smtp_from"]; v != "" {
-				cfg.From = v
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("optin: build: %w", err)
 			}
-			if err := cfg.Validate(); err != nil {
-				return nil, err
-			}
-			m, err := NewSMTP(cfg.SMTPURL)
-			if err != nil {
-				return nil, err
-			}
-			return New(r.Postgres, m, cfg), nil
+			return New(r.Postgres), nil
 		},
 	})
 }
 
-// Config configures the stage.
-type Config struct {
-	// SMTPURL is the mail server (Resources.Settings["smtp_url"], from
-	// SENDSTREAM_SMTP_URL). Default smtp://127.0.0.1:1025.
-	SMTPURL string
-	// From is the sender of confirmation emails (Settings["smtp_from"]).
-	From string
-}
+// The confirmation email as Liquid sources, rendered by the delivery stage
+// with the data of Message: values are never part of a source, and every
+// {{ … }} of the HTML part is HTML-escaped there.
+const (
+	Subject = "Confirm your subscription to {{ data.listName }}"
+	HTML    = `<p>{{ data.greeting }}</p><p>Please confirm your subscription to <b>{{ data.listName }}</b>.</p>` +
+		`<p><a href="{{ data.confirmUrl }}">Confirm my subscription</a></p>` +
+		`<p>The link works until {{ data.expiresAt }}. If you did not sign up, ignore this email and nothing will happen.</p>`
+	Text = "{{ data.greeting }}\n\nPlease confirm your subscription to {{ data.listName }} by opening this link:\n\n" +
+		"{{ data.confirmUrl }}\n\nThe link works until {{ data.expiresAt }}. If you did not sign up, ignore this email and nothing will happen.\n"
+)
 
-// DefaultConfig returns the configuration the registered stage starts from.
-func DefaultConfig() Config {
-	return Config{SMTPURL: "smtp://127.0.0.1:1025", From: "Sendstream <confirm@sendstream.localhost>"}
-}
-
-// Validate reports the first invalid field.
-func (c Config) Validate() error {
-	if _, err := mail.ParseAddress(c.From); err != nil {
-		return fmt.Errorf("optin: from address %q: %w", c.From, err)
-	}
-	if c.SMTPURL == "" {
-		return errors.New("optin: no SMTP URL")
-	}
-	return nil
-}
-
-// Stage sends confirmation emails. Handle is called from one goroutine at a
-// time by the runner.
+// Stage stores confirmation emails and returns their send envelopes. Handle
+// is safe for concurrent use.
 type Stage struct {
-	pg      *pgxpool.Pool // nil: no dedup record (tests of the message alone)
-	mail    Mailer
-	from    *mail.Address
-	breaker *pipeline.Breaker
+	pg *pgxpool.Pool
 }
 
 var _ pipeline.Stage = (*Stage)(nil)
 
-// New returns the stage over pg (for the sent record) and mailer.
-func New(pg *pgxpool.Pool, mailer Mailer, cfg Config) *Stage {
-	from, err := mail.ParseAddress(cfg.From)
-	if err != nil {
-		from = &mail.Address{Address: "confirm@sendstream.localhost"}
-	}
-	return &Stage{pg: pg, mail: mailer, from: from, breaker: pipeline.NewBreaker("optin-smtp")}
+// New returns the stage over pg (the workspace's policy and domains, the
+// message rows).
+func New(pg *pgxpool.Pool) *Stage { return &Stage{pg: pg} }
+
+// Sender is what a workspace's confirmation emails go out with.
+type Sender struct {
+	From   schemas.Address
+	Policy schemas.PolicyRef
 }
 
-// Handle sends the confirmation email of one contact.optin_requested.v1
-// envelope; other types are ignored. A malformed payload or a 5xx refusal
-// is permanent (dead letter); anything else is retried by the runner.
+// Handle stores the confirmation email of one contact.optin_requested.v1
+// envelope as a queued transactional message and returns its
+// transactional.send.v1 envelope; other types, and requests of a workspace
+// that is gone, return nothing. A malformed payload is permanent (dead
+// letter); a Postgres error is retried by the runner.
 func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
 	if env.Type != schemas.TypeOptInRequested {
 		return nil, nil
@@ -117,70 +110,85 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	if err := json.Unmarshal(env.Payload, &p); err != nil || p.Email == "" || p.ConfirmURL == "" {
 		return nil, pipeline.Permanent(fmt.Errorf("optin %s: bad payload: %v", env.ID, err))
 	}
-	if s.pg != nil {
-		var one int
-		err := s.pg.QueryRow(ctx, sqlSent, env.ID).Scan(&one)
-		if err == nil {
-			return nil, nil // already handed to the mail server
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("optin %s: check sent record: %w", env.ID, err)
-		}
-	}
-	msg := Compose(s.from, p, env.ID, time.Now())
-	err := s.breaker.Do(ctx, func(ctx context.Context) error {
-		return s.mail.Send(ctx, s.from.Address, []string{p.Email}, msg)
-	})
-	var perm *PermanentError
-	if errors.As(err, &perm) {
-		return nil, pipeline.Permanent(fmt.Errorf("optin %s: %w", env.ID, err))
-	}
+	snd, ok, err := s.sender(ctx, env.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("optin %s: %w", env.ID, err)
 	}
-	if s.pg != nil {
-		if _, err := s.pg.Exec(ctx, sqlRecord, env.ID); err != nil {
-			return nil, fmt.Errorf("optin %s: record sent: %w", env.ID, err)
-		}
+	if !ok {
+		return nil, nil
 	}
-	return nil, nil
+	sp, out, err := Message(env, p, snd)
+	if err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("optin %s: %w", env.ID, err))
+	}
+	_, err = s.pg.Exec(ctx, sqlStore, out.ID, env.Workspace, sp.To, p.ContactID, sp.RFCMessageID,
+		sp.Policy.ID, sp.Policy.Provider, sp.AcceptedAt)
+	if err != nil {
+		return nil, fmt.Errorf("optin %s: store message: %w", env.ID, err)
+	}
+	return []schemas.Envelope{out}, nil
 }
 
-// Compose builds the confirmation message: plain text and HTML
-// alternatives, the link in both, and a Message-ID derived from the
-// envelope id.
-func Compose(from *mail.Address, p schemas.OptInRequestedPayload, envID string, now time.Time) []byte {
+// sender reads the workspace's default Transactional policy and domains
+// (sender.sql); ok is false when the workspace is gone.
+func (s *Stage) sender(ctx context.Context, ws string) (Sender, bool, error) {
+	var id, kind, provider *string
+	var fromEmail, fromName string
+	var domains []string
+	err := s.pg.QueryRow(ctx, sqlSender, ws).Scan(&id, &kind, &fromEmail, &fromName, &provider, &domains)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Sender{}, false, nil
+	}
+	if err != nil {
+		return Sender{}, false, fmt.Errorf("read default send policy: %w", err)
+	}
+	// The built-in default policy of a workspace that stores none (as
+	// ingest/transactional.BuiltinPolicy).
+	pol := schemas.PolicyRef{ID: schemas.IDFromKey(ws, "send-policy", "transactional"), Key: "transactional",
+		Kind: schemas.PolicyTransactional, Provider: "smtp"}
+	if id != nil {
+		pol.ID, pol.Kind, pol.Provider = *id, deref(kind), deref(provider)
+	}
+	return Sender{From: schemas.Address{Email: email.DefaultSender(fromEmail, domains, ""), Name: fromName}, Policy: pol}, true, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Message returns the send payload and transactional.send.v1 envelope of
+// the confirmation email asked for by env (payload p) from snd: its id
+// derived from env.ID,
+// keyed by workspace and message as a send's, the sources above with the
+// greeting, list name, link and expiry as data, the contact as recipient.
+func Message(env schemas.Envelope, p schemas.OptInRequestedPayload, snd Sender) (schemas.SendPayload, schemas.Envelope, error) {
+	id := schemas.ChildID(env.ID, schemas.TypeTransactionalSend, 0)
+	at := env.OccurredAt.UTC()
+	if at.IsZero() {
+		at = time.Now().UTC()
+	}
 	greeting := "Hello,"
 	if p.FirstName != "" {
-		greeting = "Hello " + headerSafe(p.FirstName) + ","
+		greeting = "Hello " + p.FirstName + ","
 	}
-	subject := "Confirm your subscription to " + headerSafe(p.ListName)
-	domain := from.Address[strings.LastIndexByte(from.Address, '@')+1:]
-	boundary := "sendstream-" + envID
-	var b strings.Builder
-	h := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
-	h("From", from.String())
-	h("To", (&mail.Address{Address: p.Email}).String())
-	h("Subject", mime.QEncoding.Encode("utf-8", subject))
-	h("Date", now.UTC().Format(time.RFC1123Z))
-	h("Message-ID", "<optin."+envID+"@"+domain+">")
-	h("MIME-Version", "1.0")
-	h("Auto-Submitted", "auto-generated")
-	h("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
-	b.WriteString("\r\n")
-	text := greeting + "\r\n\r\nPlease confirm your subscription to " + p.ListName + " by opening this link:\r\n\r\n" +
-		p.ConfirmURL + "\r\n\r\nThe link works until " + p.ExpiresAt.UTC().Format("2 January 2006 15:04 MST") +
-		". If you did not sign up, ignore this email and nothing will happen.\r\n"
-	b.WriteString("--" + boundary + "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
-	b.WriteString(text)
-	b.WriteString("--" + boundary + "\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
-	b.WriteString("<p>" + htmlEscape(greeting) + "</p><p>Please confirm your subscription to <b>" + htmlEscape(p.ListName) +
-		"</b>.</p><p><a href=\"" + htmlEscape(p.ConfirmURL) + "\">Confirm my subscription</a></p>" +
-		"<p>If you did not sign up, ignore this email and nothing will happen.</p>\r\n")
-	b.WriteString("--" + boundary + "--\r\n")
-	return []byte(b.String())
-}
-
-func htmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;").Replace(s)
+	data, err := json.Marshal(map[string]string{"greeting": greeting, "listName": p.ListName, "confirmUrl": p.ConfirmURL,
+		"expiresAt": p.ExpiresAt.UTC().Format("2 January 2006 15:04 MST")})
+	if err != nil {
+		return schemas.SendPayload{}, schemas.Envelope{}, fmt.Errorf("encode data: %w", err)
+	}
+	domain := snd.From.Email[strings.LastIndexByte(snd.From.Email, '@')+1:]
+	pl := schemas.SendPayload{
+		MessageID: id, RFCMessageID: email.FormatMessageID(id, domain), From: snd.From, To: p.Email, Policy: snd.Policy,
+		Subject: Subject, HTML: HTML, Text: Text, Data: data, AcceptedAt: at,
+		Contact: &schemas.RecipientContact{ID: p.ContactID, Email: p.Email, FirstName: p.FirstName},
+	}
+	b, err := schemas.AppendSendPayload(nil, &pl)
+	if err != nil {
+		return pl, schemas.Envelope{}, err
+	}
+	return pl, schemas.Envelope{ID: id, Workspace: env.Workspace, Type: schemas.TypeTransactionalSend, Key: env.Workspace + ":" + id,
+		OccurredAt: at, CausationID: env.ID, Traceparent: env.Traceparent, Payload: b, PayloadCompact: true}, nil
 }

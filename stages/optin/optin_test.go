@@ -1,114 +1,50 @@
 package optin_test
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
-	"net/mail"
-	"net/textproto"
+	"log/slog"
+	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/emersion/go-msgauth/dkim"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/ingesttest"
+	"sendstream/ingest/transactional"
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	"sendstream/sinks/email"
+	"sendstream/sinks/email/smtptest"
+	"sendstream/stages/delivery"
+	"sendstream/stages/messagelog"
 	"sendstream/stages/optin"
 )
-
-// received is one message the test SMTP server accepted.
-type received struct {
-	from string
-	to   []string
-	data []byte
-}
-
-// sink is an in-process SMTP server (emersion/go-smtp) that keeps every
-// message; refuse makes it answer 550 to RCPT.
-type sink struct {
-	mu     sync.Mutex
-	msgs   []received
-	refuse bool
-}
-
-func (s *sink) NewSession(*smtp.Conn) (smtp.Session, error) { return &session{sink: s}, nil }
-
-func (s *sink) messages() []received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]received(nil), s.msgs...)
-}
-
-type session struct {
-	sink *sink
-	cur  received
-}
-
-func (s *session) Reset()        { s.cur = received{} }
-func (s *session) Logout() error { return nil }
-func (s *session) Mail(from string, _ *smtp.MailOptions) error {
-	s.cur.from = from
-	return nil
-}
-func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.sink.mu.Lock()
-	refuse := s.sink.refuse
-	s.sink.mu.Unlock()
-	if refuse {
-		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
-	}
-	s.cur.to = append(s.cur.to, to)
-	return nil
-}
-func (s *session) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.cur.data = b
-	s.sink.mu.Lock()
-	s.sink.msgs = append(s.sink.msgs, s.cur)
-	s.sink.mu.Unlock()
-	return nil
-}
-
-// startSMTP runs the sink on 127.0.0.1:0 and returns its smtp:// URL.
-func startSMTP(t *testing.T) (string, *sink) {
-	t.Helper()
-	sk := &sink{}
-	srv := smtp.NewServer(sk)
-	srv.Domain = "localhost"
-	srv.AllowInsecureAuth = true
-	srv.ReadTimeout = 10 * time.Second
-	srv.WriteTimeout = 10 * time.Second
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return "smtp://" + ln.Addr().String(), sk
-}
 
 const site = "http://site.invalid" // the routes' site URL; links are rewritten to the harness
 
 var linkRE = regexp.MustCompile(`http://site\.invalid/confirm\?token=[A-Za-z0-9_.%-]+`)
 
 // TestDoubleOptInEndToEnd drives the whole flow over real HTTP, a real
-// broker, the real stage runner and a real SMTP server: the sign-up, the
-// email received, the link followed, the membership ACTIVE and both webhook
-// events published once.
+// broker, the real stage runner (optin, delivery, messagelog), Postgres,
+// ClickHouse and a real SMTP server: the sign-up; the confirmation email
+// received from the sender of the workspace's default Transactional
+// policy, DKIM-signed with its domain's key; the message stored as a
+// transactional message of the workspace (sent) and in the ClickHouse
+// message log (queued, sent); the link followed, the membership ACTIVE and
+// the webhook events published once; one email in all.
 func TestDoubleOptInEndToEnd(t *testing.T) {
 	pool := stack.PG(t)
+	ch := stack.CH(t)
 	store := contacts.NewStore(pool)
 	t.Cleanup(store.Close)
 	signer, err := contacts.NewSigner("e2e-secret-0123456789abcdef", 0)
@@ -116,31 +52,26 @@ func TestDoubleOptInEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := ingesttest.Start(t, contacts.Routes(contacts.Deps{Store: store, Signer: signer, SiteURL: site})...)
-	smtpURL, mails := startSMTP(t)
+	mails := smtptest.Start(t, smtptest.Options{})
 
-	reg, ok := pipeline.Lookup(optin.Name)
-	if !ok {
-		t.Fatal("optin stage not registered")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Run(ctx, pipeline.RunConfig{
-			Brokers: h.Brokers, Stages: []pipeline.Registered{reg},
-			Resources: pipeline.Resources{Postgres: pool, Publisher: h.Publisher,
-				Settings: map[string]string{"smtp_url": smtpURL, "smtp_from": "Sendstream <confirm@example.net>"}},
-			Metrics: pipeline.NewRegistry(),
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("pipeline: %v", err)
-		}
-	})
-
+	ctx := context.Background()
 	ws, key := h.NewWorkspace(t, ingesttest.WorkspaceOpts{})
-	l, err := store.CreateList(context.Background(), ws, "Weekly digest", true)
+	tx := transactional.NewStore(pool)
+	privPEM, txt, err := email.GenerateDKIMKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.AddDomain(ctx, ws, transactional.Domain{Domain: "acme.test", Selector: "s1", PrivateKey: privPEM}); err != nil {
+		t.Fatal(err)
+	}
+	policyID, err := tx.CreatePolicy(ctx, ws, transactional.Policy{Key: transactional.DefaultPolicyKey, Kind: schemas.PolicyTransactional,
+		FromEmail: "news@acme.test", FromName: "Acme News"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runStages(t, h, pool, ch, "smtp://"+mails.Addr+"?tls=none")
+
+	l, err := store.CreateList(ctx, ws, "Weekly digest", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,29 +83,64 @@ func TestDoubleOptInEndToEnd(t *testing.T) {
 		t.Fatalf("after sign-up: %s", got)
 	}
 
-	// The email arrives at the SMTP server.
-	deadline := time.Now().Add(30 * time.Second)
-	for len(mails.messages()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	msgs := mails.messages()
+	// The email arrives at the SMTP server, from the policy's sender.
+	msgs := mails.Wait(1, 30*time.Second)
 	if len(msgs) != 1 {
 		t.Fatalf("emails received: %d, want 1", len(msgs))
 	}
-	m := msgs[0]
-	if m.from != "confirm@example.net" || len(m.to) != 1 || m.to[0] != "erin@example.com" {
-		t.Fatalf("envelope: from %q to %v", m.from, m.to)
+	m := parse(t, msgs[0].Data)
+	if msgs[0].From != "news@acme.test" || len(msgs[0].To) != 1 || msgs[0].To[0] != "erin@example.com" {
+		t.Fatalf("envelope: from %q to %v", msgs[0].From, msgs[0].To)
 	}
-	parsed, err := mail.ReadMessage(strings.NewReader(string(m.data)))
-	if err != nil {
-		t.Fatalf("message does not parse: %v", err)
+	if from := m.header.Get("From"); from != `"Acme News" <news@acme.test>` && from != "Acme News <news@acme.test>" {
+		t.Errorf("From header %q", from)
 	}
-	if subj := parsed.Header.Get("Subject"); !strings.Contains(subj, "Weekly digest") {
-		t.Fatalf("subject %q", subj)
+	if subj := m.header.Get("Subject"); subj != "Confirm your subscription to Weekly digest" {
+		t.Errorf("subject %q", subj)
 	}
-	link := linkRE.FindString(string(m.data))
-	if link == "" {
-		t.Fatalf("no confirmation link in:\n%s", m.data)
+	// DKIM-signed with the key of the sender's domain.
+	vs, err := dkim.VerifyWithOptions(bytes.NewReader(msgs[0].Data), &dkim.VerifyOptions{LookupTXT: func(d string) ([]string, error) {
+		if d != "s1._domainkey.acme.test" {
+			return nil, errors.New("unexpected dkim lookup " + d)
+		}
+		return []string{txt}, nil
+	}})
+	if err != nil || len(vs) != 1 || vs[0].Err != nil || vs[0].Domain != "acme.test" {
+		t.Fatalf("dkim: %v %+v", err, vs)
+	}
+	if !strings.Contains(m.text, "Hello Erin,") || !strings.Contains(m.html, "<b>Weekly digest</b>") {
+		t.Errorf("parts:\n%s\n%s", m.text, m.html)
+	}
+	link := linkRE.FindString(m.text)
+	if link == "" || !strings.Contains(m.html, `href="`+link+`"`) {
+		t.Fatalf("confirmation link %q missing from a part:\n%s\n%s", link, m.text, m.html)
+	}
+
+	// A transactional message of the workspace, in Postgres and in the
+	// ClickHouse message log.
+	id := m.header.Get("X-Sendstream-Message-Id")
+	if m.header.Get("Message-Id") != "<"+id+"@acme.test>" {
+		t.Errorf("Message-ID %q for message %q", m.header.Get("Message-Id"), id)
+	}
+	var status, to, policy string
+	var contactID *string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := pool.QueryRow(ctx, "SELECT status, to_email, policy_id, contact_id FROM transactional_messages WHERE id = $1 AND workspace_id = $2",
+			id, ws).Scan(&status, &to, &policy, &contactID)
+		if err != nil {
+			t.Fatalf("message row: %v", err)
+		}
+		if status == schemas.MessageSent || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status != schemas.MessageSent || to != "erin@example.com" || policy != policyID || contactID == nil || *contactID == "" {
+		t.Errorf("message row: status %s to %s policy %s (want %s) contact %v", status, to, policy, policyID, contactID)
+	}
+	if got := logStatuses(t, ch, ws, id, 2); strings.Join(got, ",") != "queued,sent" {
+		t.Errorf("message log: %v, want queued,sent", got)
 	}
 
 	// The link, followed over HTTP, activates the membership and the contact.
@@ -202,8 +168,72 @@ func TestDoubleOptInEndToEnd(t *testing.T) {
 	}
 	// And only one email was ever sent.
 	time.Sleep(500 * time.Millisecond)
-	if n := len(mails.messages()); n != 1 {
+	if n := len(mails.Messages()); n != 1 {
 		t.Fatalf("emails: %d", n)
+	}
+}
+
+// runStages runs the optin, delivery and messagelog stages on h's broker
+// until the test ends.
+func runStages(t *testing.T, h *ingesttest.Harness, pool *pgxpool.Pool, ch driver.Conn, smtpURL string) {
+	t.Helper()
+	var stages []pipeline.Registered
+	for _, name := range []string{optin.Name, delivery.Name, messagelog.Name} {
+		reg, ok := pipeline.Lookup(name)
+		if !ok {
+			t.Fatalf("stage %s not registered", name)
+		}
+		stages = append(stages, reg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- pipeline.Run(ctx, pipeline.RunConfig{
+			Brokers: h.Brokers, Stages: stages,
+			Resources: pipeline.Resources{Postgres: pool, ClickHouse: ch, Publisher: h.Publisher,
+				Settings: map[string]string{"smtp_url": smtpURL, "secret": "optin-test-secret", "site_url": site}},
+			BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
+			MaxWait: 50 * time.Millisecond, Metrics: pipeline.NewRegistry(),
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("pipeline: %v", err)
+			}
+		case <-time.After(40 * time.Second):
+			t.Error("pipeline did not stop")
+		}
+	})
+}
+
+// logStatuses returns the message_status rows of a message, one per event,
+// in time order, waiting up to 30 s for want of them.
+func logStatuses(t *testing.T, ch driver.Conn, ws, messageID string, want int) []string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rows, err := ch.Query(context.Background(),
+			"SELECT status FROM message_status WHERE workspace = ? AND message_id = ? ORDER BY at, indexOf(['queued', 'sent', 'failed'], status) LIMIT 1 BY event_id", ws, messageID)
+		if err != nil {
+			t.Fatalf("clickhouse: %v", err)
+		}
+		var out []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s)
+		}
+		rows.Close()
+		if len(out) >= want || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -242,90 +272,3 @@ func membership(t *testing.T, h *ingesttest.Harness, key, email string) string {
 	}
 	return c.Status + "/" + c.Lists[0].Status
 }
-
-// fakeMailer records sends and fails with err.
-type fakeMailer struct {
-	sent int
-	err  error
-}
-
-func (f *fakeMailer) Send(context.Context, string, []string, []byte) error {
-	f.sent++
-	return f.err
-}
-
-func optInEnv(t *testing.T, p schemas.OptInRequestedPayload) schemas.Envelope {
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return schemas.Envelope{ID: schemas.NewID(), Workspace: "w", Type: schemas.TypeOptInRequested, Payload: b}
-}
-
-func TestStageSkipsOtherTypesAndSendsOnce(t *testing.T) {
-	pool := stack.PG(t)
-	fm := &fakeMailer{}
-	s := optin.New(pool, fm, optin.DefaultConfig())
-	ctx := context.Background()
-	if _, err := s.Handle(ctx, schemas.Envelope{ID: "x", Type: schemas.TypeContactCreated, Payload: []byte(`{}`)}); err != nil || fm.sent != 0 {
-		t.Fatalf("other type: %v, sent %d", err, fm.sent)
-	}
-	env := optInEnv(t, schemas.OptInRequestedPayload{Email: "a@example.com", ListName: "L", ConfirmURL: "http://x/confirm?token=t"})
-	for i := 0; i < 2; i++ {
-		if _, err := s.Handle(ctx, env); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if fm.sent != 1 {
-		t.Fatalf("a redelivered envelope was mailed %d times", fm.sent)
-	}
-}
-
-func TestStageErrorsArePermanentOnlyWhenRetryCannotHelp(t *testing.T) {
-	ctx := context.Background()
-	good := schemas.OptInRequestedPayload{Email: "a@example.com", ListName: "L", ConfirmURL: "http://x/confirm?token=t"}
-	// A malformed payload is permanent.
-	s := optin.New(nil, &fakeMailer{}, optin.DefaultConfig())
-	if _, err := s.Handle(ctx, schemas.Envelope{ID: "b", Type: schemas.TypeOptInRequested, Payload: []byte(`[]`)}); !pipeline.IsPermanent(err) {
-		t.Fatalf("bad payload: %v", err)
-	}
-	// A 5xx refusal is permanent, a connection failure is not.
-	url, sk := startSMTP(t)
-	sk.mu.Lock()
-	sk.refuse = true
-	sk.mu.Unlock()
-	m, err := optin.NewSMTP(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s = optin.New(nil, m, optin.DefaultConfig())
-	if _, err := s.Handle(ctx, optInEnv(t, good)); !pipeline.IsPermanent(err) {
-		t.Fatalf("550: %v", err)
-	}
-	dead, _ := optin.NewSMTP("smtp://127.0.0.1:1")
-	s = optin.New(nil, dead, optin.DefaultConfig())
-	if _, err := s.Handle(ctx, optInEnv(t, good)); err == nil || pipeline.IsPermanent(err) {
-		t.Fatalf("refused connection: %v", err)
-	}
-}
-
-func TestComposeKeepsHeadersSafe(t *testing.T) {
-	from := &mail.Address{Name: "Sendstream", Address: "confirm@example.net"}
-	msg := optin.Compose(from, schemas.OptInRequestedPayload{
-		Email: "a@example.com", FirstName: "Eve\r\nBcc: victim@example.com", ListName: "News\r\nX-Evil: 1",
-		ConfirmURL: "http://site/confirm?token=abc", ExpiresAt: time.Now(),
-	}, "envid", time.Now())
-	r := textproto.NewReader(bufioReader(string(msg)))
-	hdr, err := r.ReadMIMEHeader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hdr.Get("Bcc") != "" || hdr.Get("X-Evil") != "" || !strings.Contains(hdr.Get("Message-Id"), "envid") {
-		t.Fatalf("headers: %v", hdr)
-	}
-	if !strings.Contains(string(msg), "http://site/confirm?token=abc") {
-		t.Fatal("link missing")
-	}
-}
-
-func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
