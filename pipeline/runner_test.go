@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sendstream/schemas"
 )
@@ -115,16 +116,30 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 // (-1 when none).
 func committed(t *testing.T, brokers []string, stage, topic string) map[int]int64 {
 	t.Helper()
-	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
-	res, err := c.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{
-		GroupID: GroupID(stage), Topics: map[string][]int{topic: {0, 1, 2, 3}},
-	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = GroupID(stage)
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0, 1, 2, 3}
+	req.Topics = []kmsg.OffsetFetchRequestTopic{rt}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(res.ErrorCode)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[int]int64{}
-	for _, p := range res.Topics[topic] {
-		out[p.Partition] = p.CommittedOffset
+	for _, tp := range res.Topics {
+		for _, p := range tp.Partitions {
+			out[int(p.Partition)] = p.Offset
+		}
 	}
 	return out
 }
@@ -268,11 +283,12 @@ func TestRunRetriesThenDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A record that is not an envelope.
-	w := &kafka.Client{Addr: kafka.TCP(brokers...)}
-	if _, err := w.Produce(ctx, &kafka.ProduceRequest{
-		Topic: tPrefix + tIn, Partition: 0, RequiredAcks: kafka.RequireAll,
-		Records: kafka.NewRecordReader(kafka.Record{Key: kafka.NewBytes([]byte("junk")), Value: kafka.NewBytes([]byte("{not json"))}),
-	}); err != nil {
+	w, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.ProduceSync(ctx, &kgo.Record{Topic: tPrefix + tIn, Partition: 0, Key: []byte("junk"), Value: []byte("{not json")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Publish(ctx, tIn, envs[2:]...); err != nil {

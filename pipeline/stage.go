@@ -18,10 +18,25 @@ import (
 	"sendstream/schemas"
 )
 
-// Stage handles envelopes from one topic. Handle is called in order for one
-// partition (so in order for one key) and never concurrently on one Stage
-// value. Every envelope can arrive more than once: Handle must be idempotent on
-// env.ID. It returns what to publish; the runner publishes, then commits.
+// Stage handles envelopes from one topic.
+//
+// What may run concurrently: with Spec.Concurrency 0 or 1, Handle is called
+// in order for one partition and never concurrently on one Stage value.
+// With Concurrency N > 1, Handle is called concurrently, up to N calls at
+// once, for envelopes with different keys, and strictly in order (one call
+// after the other) for one key. The key is env.Key, the partition key the
+// envelope was published with (a contact, a message, a subscription), or
+// env.ID when Key is empty; a retry of an envelope holds its key, not the
+// others.
+//
+// When an envelope counts as finished: when Handle returned without an error
+// and the runner has published what it returned (acks=all), or when the
+// envelope was sent to the dead-letter topic. The runner commits a
+// partition only up to its first envelope not finished, so an envelope in
+// flight, and everything after it in its partition, is read again after a
+// crash or a rebalance. Every envelope can thus arrive more than once:
+// Handle must be idempotent on env.ID. Handle is pure in the sense that it
+// does not publish: it returns what to publish and the runner publishes it.
 type Stage interface {
 	Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error)
 }
@@ -79,6 +94,16 @@ type Resources struct {
 // then decodes envelopes with schemas.DecodeEnvelopeUnchecked and skips one
 // pass over every payload. A payload such a parser refuses dead-letters the
 // envelope, as Handle's errors do.
+//
+// Concurrency, when above 1, lets Handle run for up to that many envelopes
+// of different keys at once (see Stage); each envelope's outputs are then
+// published as soon as it is handled, and a Flusher's Flush may run while
+// Handle calls are in progress (it must write what was buffered by the
+// calls that returned before it began). 0 or 1: one envelope at a time, in
+// batches, as before. MaxInFlight bounds the envelopes fetched and not yet
+// finished (queued behind their key or being handled); when it is reached
+// the stage stops fetching until one finishes (default
+// DefaultInFlightPerWorker × Concurrency).
 type Spec[C any] struct {
 	Name             string
 	Consumes         string
@@ -88,7 +113,13 @@ type Spec[C any] struct {
 	New              func(ctx context.Context, r Resources, cfg C) (Stage, error)
 	FetchMinBytes    int
 	UncheckedPayload bool
+	Concurrency      int
+	MaxInFlight      int
 }
+
+// DefaultInFlightPerWorker is the default MaxInFlight of a stage per unit
+// of its Concurrency.
+const DefaultInFlightPerWorker = 16
 
 // Registered is the type-erased form of a Spec kept in the registry.
 type Registered struct {
@@ -99,6 +130,8 @@ type Registered struct {
 	Build            func(ctx context.Context, r Resources) (Stage, error)
 	FetchMinBytes    int  // see Spec
 	UncheckedPayload bool // see Spec
+	Concurrency      int  // see Spec; 0 or 1: one envelope at a time
+	MaxInFlight      int  // see Spec; 0: DefaultInFlightPerWorker × Concurrency
 }
 
 var (
@@ -107,11 +140,14 @@ var (
 )
 
 // Register adds a stage; call it from an init function. It panics on an empty
-// or duplicate name, a missing topic or constructor, or several Produces
-// without a Route.
+// or duplicate name, a missing topic or constructor, several Produces
+// without a Route, or a negative Concurrency or MaxInFlight.
 func Register[C any](s Spec[C]) {
 	if s.Name == "" || s.Consumes == "" || s.New == nil {
 		panic(fmt.Sprintf("pipeline: incomplete stage spec %q", s.Name))
+	}
+	if s.Concurrency < 0 || s.MaxInFlight < 0 {
+		panic(fmt.Sprintf("pipeline: stage %q: negative Concurrency or MaxInFlight", s.Name))
 	}
 	if len(s.Produces) > 1 && s.Route == nil {
 		panic(fmt.Sprintf("pipeline: stage %q produces to several topics but has no Route", s.Name))
@@ -124,6 +160,7 @@ func Register[C any](s Spec[C]) {
 	registry[s.Name] = Registered{
 		Name: s.Name, Consumes: s.Consumes, Produces: s.Produces, Route: s.Route,
 		FetchMinBytes: s.FetchMinBytes, UncheckedPayload: s.UncheckedPayload,
+		Concurrency: s.Concurrency, MaxInFlight: s.MaxInFlight,
 		Build: func(ctx context.Context, r Resources) (Stage, error) {
 			return s.New(ctx, r, s.Defaults)
 		},

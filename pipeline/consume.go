@@ -1,0 +1,175 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sendstream/schemas"
+)
+
+// This file holds the Kafka side of a stage, shared by both loops: the
+// consumer-group client, the fetcher goroutine and the offset commit.
+
+// the group during an upgrade.
+func (s *stageRunner) newClient() (*kgo.Client, error) {
+	c := s.cfg
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ClientID("sendstream-"+s.reg.Name),
+		kgo.ConsumerGroup(GroupID(s.reg.Name)),
+		kgo.ConsumeTopics(s.topic),
+		kgo.Balancers(kgo.RangeBalancer(), kgo.RoundRobinBalancer()),
+		kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMinBytes(int32(max(s.reg.FetchMinBytes, 1))),
+		kgo.FetchMaxBytes(10<<20),
+		kgo.FetchMaxPartitionBytes(10<<20),
+		kgo.FetchMaxWait(c.MaxWait),
+		kgo.SessionTimeout(c.SessionTimeout),
+		kgo.RebalanceTimeout(c.RebalanceTimeout),
+		kgo.HeartbeatInterval(c.HeartbeatInterval),
+		kgo.RetryBackoffFn(func(tries int) time.Duration { return backoff(tries-1, c.JoinGroupBackoff, 5*c.JoinGroupBackoff) }),
+		kgo.MetadataMaxAge(c.PartitionWatchInterval),
+		kgo.MaxConcurrentFetches(1),
+		kgo.WithLogger(kgoLogger{s.log}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: consumer: %w", s.reg.Name, err)
+	}
+	return cl, nil
+}
+
+// kgoLogger passes the consumer client's warnings and errors to the log.
+type kgoLogger struct{ log *slog.Logger }
+
+func (kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (l kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	if level == kgo.LogLevelError {
+		l.log.Error("kafka consumer: "+msg, keyvals...)
+		return
+	}
+	l.log.Warn("kafka consumer: "+msg, keyvals...)
+}
+
+// message is one consumed record.
+type message struct {
+	Topic         string
+	Partition     int
+	Offset        int64
+	LeaderEpoch   int32
+	HighWaterMark int64 // of the partition when the record was fetched
+	Key, Value    []byte
+}
+
+type fetched struct {
+	m         message
+	env       schemas.Envelope
+	decodeErr error
+	err       error
+}
+
+// startFetcher starts the goroutine that polls cl until ctx ends and sends
+// each record, decoded, to the returned channel in fetch order; a fetch
+// error that needs the client reopened is sent last. The second channel is
+// closed when the goroutine has returned. The channel's buffer and kgo's
+// one buffered fetch are all that is read ahead: when the loop stops
+// receiving, fetching pauses.
+func (s *stageRunner) startFetcher(ctx context.Context, cl *kgo.Client) (<-chan fetched, <-chan struct{}) {
+	ch := make(chan fetched, 256)
+	done := make(chan struct{})
+	decode := schemas.DecodeEnvelope
+	if s.reg.UncheckedPayload {
+		decode = schemas.DecodeEnvelopeUnchecked
+	}
+	go func() {
+		defer close(done)
+		for {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			for _, ft := range fs {
+				for _, t := range ft.Topics {
+					for _, part := range t.Partitions {
+						if !forward(ctx, ch, part, decode) {
+							return
+						}
+					}
+				}
+			}
+			if err := s.fetchError(fs); err != nil {
+				select {
+				case ch <- fetched{err: err}:
+				case <-ctx.Done():
+				}
+				return
+			}
+		}
+	}()
+	return ch, done
+}
+
+// forward decodes the records of part and sends them to ch in order. It
+// returns false when ctx ended first.
+func forward(ctx context.Context, ch chan<- fetched, part kgo.FetchPartition, decode func([]byte, *schemas.Envelope) error) bool {
+	for _, r := range part.Records {
+		f := fetched{m: message{
+			Topic: r.Topic, Partition: int(r.Partition), Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
+			HighWaterMark: part.HighWatermark, Key: r.Key, Value: r.Value,
+		}}
+		f.decodeErr = decode(f.m.Value, &f.env)
+		select {
+		case ch <- f:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// fetchError returns the first error of fs that needs the client reopened.
+// Data loss (records deleted before they were read; the client resumes at
+// the earliest offset left) is only logged.
+func (s *stageRunner) fetchError(fs kgo.Fetches) error {
+	var first error
+	fs.EachError(func(topic string, partition int32, err error) {
+		var loss *kgo.ErrDataLoss
+		if errors.As(err, &loss) {
+			s.log.Warn("kafka consumer: records lost before they were read", "topic", topic, "partition", partition, "err", err)
+			return
+		}
+		if first == nil {
+			first = fmt.Errorf("partition %d: %w", partition, err)
+		}
+	})
+	return first
+}
+
+// commit commits offsets (the next offset to read, per partition) of topic
+// for the client's group and waits for the answer.
+func commit(ctx context.Context, cl *kgo.Client, topic string, offsets map[int32]kgo.EpochOffset) error {
+	var cerr error
+	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: offsets},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, res *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range res.Topics {
+				for _, p := range t.Partitions {
+					if e := kerr.ErrorForCode(p.ErrorCode); e != nil && cerr == nil {
+						cerr = fmt.Errorf("partition %d: %w", p.Partition, e)
+					}
+				}
+			}
+		})
+	return cerr
+}

@@ -1,0 +1,288 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sendstream/schemas"
+)
+
+// This file holds the loop of a stage with Concurrency > 1: Handle runs for
+// up to Concurrency envelopes at once, in order for one key, each envelope's
+// outputs are published as soon as it is handled, and each partition is
+// committed up to its first envelope still in flight (partAcks).
+
+// keyedItem is one fetched record in the keyed loop.
+type keyedItem struct {
+	f    fetched
+	key  string
+	part *partAcks
+	seq  int64 // in part
+}
+
+// keyQueue holds the records of one key not yet handled, in fetch order;
+// busy while its head is being handled.
+type keyQueue struct {
+	items []*keyedItem
+	busy  bool
+}
+
+// keyedResult is a worker's answer: err is nil when the envelope is
+// finished (handled and its outputs published, or dead-lettered).
+type keyedResult struct {
+	it  *keyedItem
+	err error
+}
+
+// itemKey returns the ordering key of a record: the envelope's Key, its ID
+// when Key is empty, the record key when the value is not an envelope.
+func itemKey(f *fetched) string {
+	switch {
+	case f.decodeErr != nil:
+		return string(f.m.Key)
+	case f.env.Key != "":
+		return f.env.Key
+	default:
+		return f.env.ID
+	}
+}
+
+// keyedState is the keyed loop's bookkeeping; only consumeKeyed's
+// goroutine touches it.
+type keyedState struct {
+	parts     map[int32]*partAcks
+	committed map[int32]int64 // last committed next-offset per partition
+	lag       map[int32]int64
+	keys      map[string]*keyQueue
+	ready     []string // keys whose head may start, in the order they became ready
+	running   int      // workers handling an envelope
+	inFlight  int      // records fetched and not finished (queued or running)
+	handled   int      // envelopes finished since the last commit
+	moved     bool     // a commit position moved since the last commit
+}
+
+// consumeKeyed is consume for a stage with Concurrency > 1. It runs one
+// reader until ctx ends (returns nil after draining) or a failure that
+// needs the reader reopened (returns the error after committing what
+// finished). In both cases the loop first stops starting envelopes and
+// waits for the running ones; envelopes not finished stay uncommitted and
+// are read again.
+func (s *stageRunner) consumeKeyed(ctx context.Context) error {
+	cl, err := s.newClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stopDrainTimer := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.DrainTimeout, cancelWork) })
+	defer stopDrainTimer()
+
+	fetchCtx, stopFetch := context.WithCancel(ctx)
+	ch, fetcherDone := s.startFetcher(fetchCtx, cl)
+	defer func() { stopFetch(); <-fetcherDone }()
+
+	limit := s.reg.Concurrency
+	maxInFlight := s.reg.MaxInFlight
+	if maxInFlight <= 0 {
+		maxInFlight = DefaultInFlightPerWorker * limit
+	}
+	results := make(chan keyedResult, limit) // a worker never blocks on its answer
+	st := &keyedState{
+		parts: map[int32]*partAcks{}, committed: map[int32]int64{}, lag: map[int32]int64{},
+		keys: map[string]*keyQueue{},
+	}
+	// due fires FlushInterval after the first envelope finished since the
+	// last commit: a Flusher's batch deadline, and for other stages a
+	// commit even when answers never stop arriving.
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
+
+	dispatch := func() {
+		for st.running < limit && len(st.ready) > 0 {
+			key := st.ready[0]
+			st.ready = st.ready[1:]
+			q := st.keys[key]
+			it := q.items[0]
+			q.items = q.items[1:]
+			q.busy = true
+			st.running++
+			go func() {
+				outs, err := s.process(ctx, workCtx, &it.f)
+				if err == nil {
+					err = s.publishOutputs(workCtx, outs)
+				}
+				results <- keyedResult{it, err}
+			}()
+		}
+	}
+
+	var failure error
+	stopping := false // drain or failure: start nothing more
+	for {
+		if stopping && st.running == 0 {
+			break
+		}
+		in, done := ch, ctx.Done()
+		if stopping || st.inFlight >= maxInFlight {
+			in = nil // back-pressure: the fetcher blocks, kgo stops fetching
+		}
+		if stopping {
+			done = nil
+		}
+		select {
+		case <-done:
+			stopping = true
+			stopFetch()
+		case f := <-in:
+			if f.err != nil {
+				failure = fmt.Errorf("fetch %s: %w", s.topic, f.err)
+				stopping = true
+				continue
+			}
+			s.enqueue(st, f)
+			dispatch()
+		case r := <-results:
+			st.running--
+			q := st.keys[r.it.key]
+			q.busy = false
+			st.inFlight--
+			if r.err != nil {
+				// Unfinished: what follows it on its key must wait for
+				// its redelivery, so stop and reopen (or drain).
+				if !errors.Is(r.err, errAbandoned) && failure == nil {
+					failure = r.err
+				}
+				stopping = true
+				continue
+			}
+			if r.it.part.ack(r.it.seq) {
+				st.moved = true
+			}
+			if st.handled == 0 {
+				due.Reset(s.cfg.FlushInterval)
+			}
+			st.handled++
+			if len(q.items) > 0 {
+				st.ready = append(st.ready, r.it.key)
+			} else {
+				delete(st.keys, r.it.key)
+			}
+			if !stopping {
+				dispatch()
+			}
+			if s.flusher == nil && len(results) == 0 && st.moved {
+				if err := s.commitKeyed(workCtx, cl, st); err != nil {
+					failure, stopping = err, true
+				}
+			} else if s.flusher != nil && st.handled >= s.cfg.BatchSize {
+				if err := s.commitKeyed(workCtx, cl, st); err != nil {
+					failure, stopping = err, true
+				}
+			}
+		case <-due.C:
+			if err := s.commitKeyed(workCtx, cl, st); err != nil {
+				failure, stopping = err, true
+			}
+		}
+	}
+	// Everything running has returned: commit what finished, within the
+	// drain bound when draining (a short grace when it is used up).
+	finalCtx := workCtx
+	if workCtx.Err() != nil {
+		var cancel context.CancelFunc
+		finalCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+	}
+	return errors.Join(failure, s.commitKeyed(finalCtx, cl, st))
+}
+
+// enqueue tracks f in its partition and queues it behind its key.
+func (s *stageRunner) enqueue(st *keyedState, f fetched) {
+	p := int32(f.m.Partition)
+	acks := st.parts[p]
+	if acks == nil || f.m.Offset <= acks.last() {
+		// First record of the partition, or the partition is read again
+		// from an earlier offset (after a rebalance): track it afresh;
+		// acks of the old records no longer move its commit position.
+		acks = newPartAcks()
+		st.parts[p] = acks
+	}
+	it := &keyedItem{f: f, key: itemKey(&f), part: acks}
+	it.seq = acks.add(f.m.Offset, f.m.LeaderEpoch)
+	st.lag[p] = max(f.m.HighWaterMark-f.m.Offset-1, 0)
+	st.inFlight++
+	q := st.keys[it.key]
+	if q == nil {
+		q = &keyQueue{}
+		st.keys[it.key] = q
+	}
+	q.items = append(q.items, it)
+	if !q.busy && len(q.items) == 1 {
+		st.ready = append(st.ready, it.key)
+	}
+}
+
+// publishOutputs publishes one envelope's outputs, one call per topic in
+// first-use order.
+func (s *stageRunner) publishOutputs(ctx context.Context, outs []output) error {
+	for i := 0; i < len(outs); {
+		j := i + 1
+		for j < len(outs) && outs[j].topic == outs[i].topic {
+			j++
+		}
+		envs := make([]schemas.Envelope, j-i)
+		for k := range envs {
+			envs[k] = outs[i+k].env
+		}
+		if err := s.publish(ctx, outs[i].topic, envs); err != nil {
+			return fmt.Errorf("publish outputs to %s: %w", outs[i].topic, err)
+		}
+		i = j
+	}
+	return nil
+}
+
+// commitKeyed commits each partition up to its first envelope in flight.
+// A Flusher is flushed first (after the positions were read, so every
+// envelope behind them was handled before the Flush); when Flush fails it
+// returns the error with nothing committed. A failed commit is only
+// logged: everything behind it is durable and will be handled again.
+func (s *stageRunner) commitKeyed(ctx context.Context, cl *kgo.Client, st *keyedState) error {
+	offsets := map[int32]kgo.EpochOffset{}
+	for p, acks := range st.parts {
+		if next, epoch, ok := acks.committable(); ok && next > st.committed[p] {
+			offsets[p] = kgo.EpochOffset{Epoch: epoch, Offset: next}
+		}
+	}
+	if s.flusher != nil && st.handled > 0 {
+		if err := s.flush(ctx); err != nil {
+			return fmt.Errorf("flush: %w", err)
+		}
+	}
+	st.handled, st.moved = 0, false
+	if len(offsets) == 0 {
+		return nil
+	}
+	var lag int64
+	for _, l := range st.lag {
+		lag += l
+	}
+	s.lag.Set(float64(lag))
+	if err := commit(ctx, cl, s.topic, offsets); err != nil {
+		s.commitFailures.Inc()
+		s.log.Warn("commit failed", "err", err)
+		return nil
+	}
+	s.commits.Inc()
+	for p, o := range offsets {
+		st.committed[p] = o.Offset
+	}
+	return nil
+}
