@@ -23,6 +23,16 @@ func featureRoutes(cfg Config, res pipeline.Resources) []ingest.Route {
 		panic(err)
 	}
 	contactStore := contacts.NewStore(res.Postgres)
+	outbox, err := loadOutboxSettings()
+	if err != nil {
+		panic(err)
+	}
+	contactStore.SetFaultExitAfterCommit(outbox.FaultExitAfterCommit)
+	if res.Publisher != nil {
+		// The outbox relay runs with the HTTP edge: it publishes the
+		// contact events a crashed, failed or timed-out request left behind.
+		contactStore.StartRelay(res.Publisher, contacts.RelayConfig{Grace: outbox.Grace, Logger: res.Logger})
+	}
 	routes = append(routes, contacts.Routes(contacts.Deps{
 		Store: contactStore, Signer: signer, SiteURL: cfg.SiteURL, Logger: res.Logger,
 	})...)

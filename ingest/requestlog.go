@@ -37,6 +37,9 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 		} else {
 			err = s.publish(ctx, res.Publish, nil)
 		}
+		if err == nil && res.Published != nil {
+			res.Published()
+		}
 		if err != nil {
 			s.log.Error("publish before answering failed; answering 503", "route", rt.Method+" "+rt.Path, "err", err)
 			if res.Stored {

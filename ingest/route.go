@@ -82,6 +82,10 @@ type Result struct {
 	// change was kept and only its announcement failed, never that
 	// nothing was done.
 	Stored bool
+	// Published, when set, is called once every envelope of Publish was
+	// acknowledged by the broker, before the answer is written (contacts
+	// delete their outbox rows with it). Not called when publishing failed.
+	Published func()
 }
 
 // Route declares one endpoint. Path uses {name} for parameters and is

@@ -245,11 +245,12 @@ func (a *api) upsert(c *ingest.Call) ingest.Result {
 	}
 	pub := UpsertMessages(ws, c.RequestID, r)
 	return ingest.Result{
-		Status:   status,
-		Raw:      encodeUpsert(r),
-		Publish:  pub,
-		Stored:   len(pub) > 0,
-		Produced: schemas.Produced{ContactIDs: []string{r.Contact.ID}},
+		Status:    status,
+		Raw:       encodeUpsert(r),
+		Publish:   pub,
+		Stored:    len(pub) > 0,
+		Produced:  schemas.Produced{ContactIDs: []string{r.Contact.ID}},
+		Published: a.published(r.Outbox),
 	}
 }
 
@@ -414,11 +415,12 @@ func (a *api) subscribe(c *ingest.Call) ingest.Result {
 		ev.membership(schemas.TypeContactAddedToList, r.Contact, l, r.Status, "api", c.RequestID, ev.now, true)
 	}
 	return ingest.Result{
-		Status:   200,
-		Body:     subscribeResponse{Success: true, ContactID: r.Contact.ID, ListID: l.ID, Status: r.Status, Created: r.ContactCreated},
-		Publish:  ev.out,
-		Stored:   r.ContactCreated || r.Changed,
-		Produced: schemas.Produced{ContactIDs: []string{r.Contact.ID}},
+		Status:    200,
+		Body:      subscribeResponse{Success: true, ContactID: r.Contact.ID, ListID: l.ID, Status: r.Status, Created: r.ContactCreated},
+		Publish:   ev.out,
+		Stored:    r.ContactCreated || r.Changed,
+		Produced:  schemas.Produced{ContactIDs: []string{r.Contact.ID}},
+		Published: a.published(r.Outbox),
 	}
 }
 
@@ -450,6 +452,15 @@ func (a *api) unsubscribe(c *ingest.Call) ingest.Result {
 		res.Publish, res.Stored = ev.out, true
 	}
 	return res
+}
+
+// published is the Result.Published of a call whose change wrote outbox
+// row id (nil when it wrote none).
+func (a *api) published(id int64) func() {
+	if id == 0 {
+		return nil
+	}
+	return func() { a.store.Published(id) }
 }
 
 func limitReached() ingest.Result {

@@ -32,11 +32,14 @@
 //     wait for each other's commit.
 //
 // Domain events are returned to the server, which publishes them before
-// answering. They are published after the Postgres commit: if the process
-// dies between the two, the change stands but its event is lost and the
-// caller, who got no answer, may retry (a retried upsert then reports
-// created: false and publishes nothing). A transactional outbox would close
-// that window; it is not built.
+// answering. The upsert statement also writes each contact's event into
+// contact_outbox, in the same transaction as the change: after the broker's
+// ack the server deletes the row (Store.Published, batched in the
+// background); a row left behind by a crash, a failed publish or a time-out
+// is published by the relay (Store.StartRelay) after its grace period,
+// with the same envelope id, so a process dying between commit and publish
+// delays the event but does not lose it. List membership events are not in
+// the outbox yet (see README).
 package contacts
 
 import (
@@ -147,6 +150,11 @@ type UpsertResult struct {
 	Contact Contact
 	Created bool
 	Changed []string
+	// Outbox is the contact_outbox row holding the event of this change,
+	// written in its transaction (0 when nothing was announced). After
+	// publishing UpsertMessages, the caller passes it to Store.Published;
+	// otherwise the relay publishes the event once its grace period passed.
+	Outbox int64
 }
 
 // Page is one page of GET /v1/contacts.

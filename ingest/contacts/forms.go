@@ -183,6 +183,7 @@ func (a *api) formSubmit(c *ingest.Call) ingest.Result {
 	}
 	res := done(r.Status, sent)
 	res.Publish, res.Stored = ev.out, r.ContactCreated || r.Changed
+	res.Published = a.published(r.Outbox)
 	return res
 }
 

@@ -117,6 +117,9 @@ type MembershipResult struct {
 	Previous       string // membership status before; "" for none
 	Status         string // membership status after
 	Changed        bool   // the membership row was created or moved
+	// Outbox is the contact_outbox row of contact.created when the call
+	// created the contact (0 otherwise); see UpsertResult.Outbox.
+	Outbox int64
 }
 
 // Subscribe puts the target on list l as ACTIVE (spec 3.2, POST
@@ -156,6 +159,7 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 		b := &pgx.Batch{}
 		var created bool
 		var refused bool
+		var outbox int64
 		if t.Email != "" {
 			custom, err := encodeCustom(t.Fields.CustomFields)
 			if err != nil {
@@ -182,6 +186,7 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 			if len(rows) != 1 {
 				return fmt.Errorf("create contact: %d result rows", len(rows))
 			}
+			outbox = outboxID(rows[0])
 			switch rows[0].outcome {
 			case "created":
 				created = true
@@ -210,9 +215,12 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 		if prev != nil {
 			res.Previous = *prev
 		}
-		res.ContactCreated = created
+		res.ContactCreated, res.Outbox = created, outbox
 		return br.Close()
 	})
+	if err == nil {
+		s.fault.committed()
+	}
 	return res, err
 }
 

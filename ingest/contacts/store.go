@@ -54,6 +54,9 @@ type Store struct {
 	lists  listCache
 	batch  *batcher
 	cancel context.CancelFunc
+	done   *outboxDeleter
+	fault  fault
+	relay  sync.WaitGroup
 }
 
 // NewStore returns a Store over pool (migrated with schemas/postgres). It
@@ -64,14 +67,18 @@ func NewStore(pool *pgxpool.Pool) *Store {
 	s.fields = fieldCache{load: s.loadFields, reloadEvery: 200 * time.Millisecond, m: map[string]*fieldSet{}}
 	s.lists = listCache{ttl: 30 * time.Second, m: map[string]cachedList{}}
 	s.batch = &batcher{exec: s.execUpserts, ctx: ctx, queues: map[string]*wsQueue{}}
+	s.done = newOutboxDeleter(ctx, pool)
 	return s
 }
 
-// Close waits for queued upserts to finish, then stops. Calls after Close
+// Close waits for queued upserts to finish, stops the outbox relay, deletes
+// the outbox rows of what was published, then stops. Calls after Close
 // fail.
 func (s *Store) Close() {
 	s.batch.close()
 	s.cancel()
+	s.relay.Wait()
+	s.done.close()
 }
 
 // CustomFieldPatch keeps the keys of raw that are defined custom fields of
@@ -240,6 +247,7 @@ func readUpserts(br pgx.BatchResults) ([]upsertRow, error) {
 type upsertRow struct {
 	ord     int64
 	outcome string
+	outbox  *int64 // its contact_outbox row, if one was written
 	c       Contact
 	old     struct {
 		firstName, country, language *string
@@ -257,7 +265,7 @@ func scanUpsertRows(rows pgx.Rows) ([]upsertRow, error) {
 		var custom, meta []byte
 		if err := rows.Scan(&r.ord, &r.outcome, &id, &email, &r.c.FirstName, &r.c.Country, &r.c.Language,
 			&status, &r.c.Source, &meta, &custom, &created, &updated,
-			&r.old.firstName, &r.old.country, &r.old.language, &r.old.custom); err != nil {
+			&r.old.firstName, &r.old.country, &r.old.language, &r.old.custom, &r.outbox); err != nil {
 			return nil, fmt.Errorf("scan upsert result: %w", err)
 		}
 		if id != nil {
@@ -303,6 +311,7 @@ func (s *Store) execUpserts(ctx context.Context, ws string, shard int, batch []*
 		}
 		return
 	}
+	s.fault.committed()
 	raced := false
 	for _, r := range rows {
 		raced = raced || r.outcome == "retry"
@@ -312,9 +321,9 @@ func (s *Store) execUpserts(ctx context.Context, ws string, shard int, batch []*
 		p := batch[r.ord-1]
 		switch r.outcome {
 		case "created":
-			p.done <- upsertReply{res: UpsertResult{Contact: r.c, Created: true}}
+			p.done <- upsertReply{res: UpsertResult{Contact: r.c, Created: true, Outbox: outboxID(r)}}
 		case "updated", "unchanged":
-			p.done <- upsertReply{res: UpsertResult{Contact: r.c, Changed: changedFields(r)}}
+			p.done <- upsertReply{res: UpsertResult{Contact: r.c, Changed: changedFields(r), Outbox: outboxID(r)}}
 		case "refused":
 			if raced && p.attempts < maxAttempts {
 				p.attempts++

@@ -17,9 +17,15 @@
 -- and '' per fine and coarse bucket) is bumped by one INSERT in key order at the end, so
 -- concurrent batches lock counters in one order and only until they commit.
 --
+-- Every created or updated contact also gets its contact_outbox row (the
+-- domain event, written in the same transaction; 0045_contact_outbox.sql):
+-- the contact without metadata, which never changes after creation and is
+-- read back from the contact when the relay rebuilds the event.
+--
 -- One row per input, in any order: ord, outcome (created, updated,
 -- unchanged, refused = over the contact limit, retry), the contact after the
--- statement and, for updates, the values before it.
+-- statement and, for updates, the values before it, and the id of its
+-- contact_outbox row (NULL when none was written).
 WITH input AS (
     SELECT t.ord, t.new_id, t.email, t.first_name, t.country, t.language,
            t.custom_fields::jsonb AS custom_fields, t.source, t.metadata::jsonb AS metadata, t.status
@@ -100,9 +106,18 @@ res AS (
       LEFT JOIN upd u ON (u.c).email = i.email
       LEFT JOIN existing e ON e.ord = i.ord
       LEFT JOIN admitted a ON a.ord = i.ord
+),
+outbox AS (
+    INSERT INTO contact_outbox (workspace_id, contact_id, kind, data)
+    SELECT $1, (r.cur).id, r.outcome,
+           jsonb_build_object('contact', to_jsonb(r.cur) - 'metadata', 'old', to_jsonb(r.old) - 'metadata')
+      FROM res r
+     WHERE r.outcome IN ('created', 'updated')
+    RETURNING id, contact_id
 )
 SELECT ord, outcome,
        (cur).id, (cur).email, (cur).first_name, (cur).country, (cur).language, (cur).status,
        (cur).source, (cur).metadata, (cur).custom_fields, (cur).created_at, (cur).updated_at,
-       (old).first_name, (old).country, (old).language, (old).custom_fields
-  FROM res
+       (old).first_name, (old).country, (old).language, (old).custom_fields,
+       o.id
+  FROM res LEFT JOIN outbox o ON o.contact_id = (res.cur).id
