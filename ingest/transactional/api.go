@@ -54,6 +54,9 @@ func (a *api) send(c *ingest.Call) ingest.Result {
 	// A new message (201) or a contact change is stored before publishing.
 	res.Stored = out.status == 201 || len(out.contact) > 0
 	res.Publish = append(res.Publish, out.contact...)
+	if id := out.outbox; id != 0 && a.svc.contacts != nil {
+		res.Published = func() { a.svc.contacts.Published(id) }
+	}
 	for _, env := range out.publish {
 		res.Publish = append(res.Publish, ingest.Message{Topic: schemas.TopicTransactional, Env: env})
 	}

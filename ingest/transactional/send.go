@@ -530,6 +530,7 @@ type sendOutcome struct {
 	publish []schemas.Envelope
 	refused *refusal
 	contact []ingest.Message // what the contact upsert announces (contacts.UpsertMessages)
+	outbox  int64            // the contact_outbox row of contact (contacts.UpsertResult.Outbox)
 }
 
 // send runs a whole send: dedup, decide, upsert the contact, store, build
@@ -564,7 +565,7 @@ func (s *service) send(ctx context.Context, ws, wsName, requestID string, req *s
 			return nil, errInternal{fmt.Errorf("upsert contact: %w", err)}
 		default:
 			p.contact.ID, p.contact.Status = res.Contact.ID, res.Contact.Status
-			out.contact = contacts.UpsertMessages(ws, requestID, res)
+			out.contact, out.outbox = contacts.UpsertMessages(ws, requestID, res), res.Outbox
 		}
 	}
 
