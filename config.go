@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sendstream/deploy/stack"
+	"sendstream/pipeline"
 	"sendstream/sinks/email/render"
 )
 
@@ -32,6 +33,12 @@ type Config struct {
 	DebugAddr      string        // SENDSTREAM_DEBUG_ADDR: pprof listener, off when empty
 	GCPercent      int           // SENDSTREAM_GC_PERCENT: Go GC target (as GOGC)
 	MemoryLimit    int64         // SENDSTREAM_MEMORY_LIMIT_MB, in bytes: soft limit of the Go heap
+	// Kafka is the TLS and SASL setting of every Kafka client of the
+	// process: SENDSTREAM_KAFKA_TLS, SENDSTREAM_KAFKA_TLS_CA_FILE,
+	// SENDSTREAM_KAFKA_TLS_CERT_FILE, SENDSTREAM_KAFKA_TLS_KEY_FILE,
+	// SENDSTREAM_KAFKA_SASL_MECHANISM, SENDSTREAM_KAFKA_SASL_USERNAME and
+	// SENDSTREAM_KAFKA_SASL_PASSWORD (see kafkaSecurity).
+	Kafka pipeline.KafkaSecurity
 	// Render bounds every Liquid render (send check, validate, delivery):
 	// SENDSTREAM_RENDER_MAX_ITERATIONS (default 1000000),
 	// SENDSTREAM_RENDER_MAX_OUTPUT_BYTES (default 5242880) and
@@ -82,6 +89,9 @@ func loadConfig() (Config, error) {
 		return c, fmt.Errorf("SENDSTREAM_KEY_CACHE_TTL %q: want a duration from 0 to 1m", os.Getenv("SENDSTREAM_KEY_CACHE_TTL"))
 	}
 	c.KeyCacheTTL = ttl
+	if c.Kafka, err = kafkaSecurity(); err != nil {
+		return c, err
+	}
 	// A high GC target with a soft memory limit as a safety net: the heap of
 	// a busy server is mostly short-lived request garbage, so collecting it
 	// a quarter as often saves about a tenth of the CPU. The limit must sit

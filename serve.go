@@ -146,14 +146,14 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 	if ch != nil {
 		defer ch.Close()
 	}
-	if err := pipeline.EnsureTopics(ctx, cfg.KafkaBrokers, cfg.TopicPrefix, schemas.AllTopics, 4); err != nil {
-		return fmt.Errorf("create topics: %w", err)
-	}
-	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix})
+	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix, Security: cfg.Kafka})
 	if err != nil {
 		return err
 	}
 	defer prod.Close()
+	if err := prod.EnsureTopics(ctx, schemas.AllTopics, 4); err != nil {
+		return fmt.Errorf("create topics: %w", err)
+	}
 
 	res := pipeline.Resources{Postgres: pg, ClickHouse: ch, Publisher: prod, Logger: log, Settings: stageSettings(cfg)}
 	var wg sync.WaitGroup
@@ -203,7 +203,7 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 		go func() {
 			defer wg.Done()
 			err := pipeline.Run(runCtx, pipeline.RunConfig{
-				Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix, Stages: stages, Resources: res,
+				Brokers: cfg.KafkaBrokers, Security: cfg.Kafka, TopicPrefix: cfg.TopicPrefix, Stages: stages, Resources: res,
 				DrainTimeout: drainTimeout(cfg.ShutdownTimeout),
 			})
 			if err != nil && !errors.Is(err, context.Canceled) {

@@ -20,7 +20,11 @@ import (
 // the group during an upgrade.
 func (s *stageRunner) newClient() (*kgo.Client, error) {
 	c := s.cfg
-	cl, err := kgo.NewClient(
+	sec, err := c.Security.Opts()
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: consumer: %w", s.reg.Name, err)
+	}
+	cl, err := kgo.NewClient(append(sec,
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.ClientID("sendstream-"+s.reg.Name),
 		kgo.ConsumerGroup(GroupID(s.reg.Name)),
@@ -39,7 +43,7 @@ func (s *stageRunner) newClient() (*kgo.Client, error) {
 		kgo.MetadataMaxAge(c.PartitionWatchInterval),
 		kgo.MaxConcurrentFetches(1),
 		kgo.WithLogger(kgoLogger{s.log}),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: consumer: %w", s.reg.Name, err)
 	}

@@ -5,19 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
-	"net"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/compress"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/schemas"
 )
@@ -48,42 +41,40 @@ const BrokerMessageMaxBytes = MaxEnvelopeBytes + 64<<10
 type ProducerConfig struct {
 	Brokers     []string // host:port of one or more brokers; required
 	TopicPrefix string   // prepended to every topic passed to Publish
+	// Security is the TLS and SASL setting of the connections (default
+	// plaintext, no SASL).
+	Security KafkaSecurity
 	// Compression of produce requests: "none" (default), "snappy", "lz4",
 	// "zstd" or "gzip". On loopback "none" is fastest (see BenchmarkPublish).
 	Compression string
 	ClientID    string // default "sendstream"
 	// RequestTimeout bounds one produce round trip (default 10s).
 	RequestTimeout time.Duration
-	// MaxAttempts is how often a batch is sent when the broker or the
-	// connection fails with a retryable error (default 3).
+	// MaxAttempts bounds how often a record is sent when the broker or the
+	// connection fails with a retryable error (default 3); the client
+	// retries within MaxAttempts·RequestTimeout, and longer while a request
+	// with the record is out and its outcome unknown (idempotence).
 	MaxAttempts int
-	// MaxBatchBytes caps the encoded envelopes of one partition in one
-	// produce request (default 900 KiB, under the broker's default
-	// message.max.bytes). A larger envelope goes in a batch of its own.
+	// MaxBatchBytes caps one partition's record batch (default
+	// BrokerMessageMaxBytes, what the topics EnsureTopics creates accept).
+	// Lower it for topics created with a smaller max.message.bytes; it must
+	// stay above MaxEnvelopeBytes plus batch overhead.
 	MaxBatchBytes int
 	// MaxEnvelopeBytes caps one encoded envelope (default MaxEnvelopeBytes);
 	// the broker and its topics must accept messages of this size plus
 	// batch overhead (BrokerMessageMaxBytes). A larger envelope is refused
 	// with a Permanent error before anything is sent.
 	MaxEnvelopeBytes int
-	// MaxRequestBytes caps one produce request across partitions (default
-	// 16 MiB).
-	MaxRequestBytes int
-	// InFlight is how many produce requests may be out to one broker at
-	// once, each on its own connection (default 2). A partition is in at
-	// most one of them, so its order holds.
-	InFlight int
-	// OverlapAfter is how long a request must have been out before another
-	// one joins it (default 2ms). Work that arrives while a request is out
-	// normally waits and goes in the next one (group commit: at saturation
-	// round trips are short and batches stay large); when a round trip is
-	// slow, the work waits no longer than this instead of the whole slow
-	// round trip.
-	OverlapAfter time.Duration
-	// MetadataTTL is how long partition counts are cached (default 10s).
+	// MaxBufferedRecords bounds the envelopes queued and in flight; Publish
+	// waits (within its ctx) while the bound is reached (default 100000).
+	MaxBufferedRecords int
+	// MetadataTTL is how often partition leaders and counts are re-read
+	// (default 10s; at least 1s). A leader that moved is found at once
+	// from the broker's answer.
 	MetadataTTL time.Duration
 	// AutoCreatePartitions, when positive, makes Publish create a missing
-	// topic with that many partitions instead of failing.
+	// topic with that many partitions (as EnsureTopics does) instead of
+	// failing.
 	AutoCreatePartitions int
 	// Metrics receives the producer metrics (default DefaultMetrics).
 	Metrics *Registry
@@ -102,24 +93,19 @@ func (c *ProducerConfig) withDefaults() {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 3
 	}
-	if c.MaxBatchBytes <= 0 {
-		c.MaxBatchBytes = 900 << 10
-	}
 	if c.MaxEnvelopeBytes <= 0 {
 		c.MaxEnvelopeBytes = MaxEnvelopeBytes
 	}
-	if c.MaxRequestBytes <= 0 {
-		c.MaxRequestBytes = 16 << 20
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = max(BrokerMessageMaxBytes, c.MaxEnvelopeBytes+64<<10)
 	}
-	if c.InFlight <= 0 {
-		c.InFlight = 2
-	}
-	if c.OverlapAfter <= 0 {
-		c.OverlapAfter = 2 * time.Millisecond
+	if c.MaxBufferedRecords <= 0 {
+		c.MaxBufferedRecords = 100000
 	}
 	if c.MetadataTTL <= 0 {
 		c.MetadataTTL = 10 * time.Second
 	}
+	c.MetadataTTL = max(c.MetadataTTL, time.Second)
 	if c.Metrics == nil {
 		c.Metrics = DefaultMetrics
 	}
@@ -133,124 +119,68 @@ func (c ProducerConfig) Validate() error {
 	if _, err := parseCompression(c.Compression); err != nil {
 		return fmt.Errorf("producer: %w", err)
 	}
+	if err := c.Security.Validate(); err != nil {
+		return fmt.Errorf("producer: %w", err)
+	}
 	return nil
 }
 
-func parseCompression(s string) (kafka.Compression, error) {
+func parseCompression(s string) (kgo.CompressionCodec, error) {
 	switch strings.ToLower(s) {
 	case "", "none":
-		return 0, nil
+		return kgo.NoCompression(), nil
 	case "snappy":
-		return kafka.Snappy, nil
+		return kgo.SnappyCompression(), nil
 	case "lz4":
-		return kafka.Lz4, nil
+		return kgo.Lz4Compression(), nil
 	case "zstd":
-		return kafka.Zstd, nil
+		return kgo.ZstdCompression(), nil
 	case "gzip":
-		return kafka.Gzip, nil
+		return kgo.GzipCompression(), nil
 	}
-	return 0, fmt.Errorf("unknown compression %q (want none, snappy, lz4, zstd or gzip)", s)
+	return kgo.NoCompression(), fmt.Errorf("unknown compression %q (want none, snappy, lz4, zstd or gzip)", s)
 }
 
-// Producer publishes envelopes with acks=all using group commit. Messages
-// are queued per topic partition; one flusher goroutine per partition leader
-// (broker) sends everything queued for that broker's partitions as one
-// produce request as soon as its previous request returned, with at most one
-// request in flight per partition, so order per partition (and per key) is
-// the order of Publish calls. Each Publish waits for the acknowledgement of
-// its own messages. A Producer is safe for concurrent use; create one per
-// process and Close it last.
+// Producer publishes envelopes through franz-go's kgo client with acks=all
+// and idempotence on, using group commit: records are buffered per topic
+// partition and, with no linger, each broker connection sends everything
+// buffered for its partitions as soon as a request slot is free (up to five
+// requests in flight per broker, as idempotence allows), so batches grow
+// with load while a lone envelope leaves at once. Order per partition (and
+// per key) is the order of Publish calls. Each Publish waits for the
+// acknowledgement of its own envelopes. A Producer is safe for concurrent
+// use; create one per process and Close it last.
 type Producer struct {
-	cfg       ProducerConfig
-	codec     compress.Codec // of record batches; nil: none
-	client    *kafka.Client
-	transport *kafka.Transport
+	cfg ProducerConfig
+	cl  *kgo.Client
 
-	closeMu sync.RWMutex // held shared while enqueuing, exclusively by Close
+	closeMu sync.RWMutex // held shared while producing, exclusively by Close
 	closed  bool
 
-	mu       sync.RWMutex
-	topics   map[string]*topicState   // by full (prefixed) topic name
-	flushers map[int32]*brokerFlusher // by leader broker id
-	brokers  map[int32]string         // host:port by broker id, from metadata
-	create   sync.Mutex               // serialises auto-creation
-	bgCtx    context.Context          // flushers' requests; cancelled after Close drained
-	stop     context.CancelFunc
-	wg       sync.WaitGroup
+	created sync.Map   // full topic name -> struct{}: auto-created or seen
+	create  sync.Mutex // serialises auto-creation
 
-	mBatches  *Counter
 	mMessages *Counter
 	mErrors   *Counter
-	mRetries  *Counter
+	mBatches  *Counter // fed by producerHooks
 	mAck      *Histogram
-	mBatchLen *Histogram
-	mRequest  *Histogram
 }
 
 var _ Publisher = (*Producer)(nil)
 
-type topicState struct {
-	name string
-	// fetchedAt is when the layout was last read (unix nanoseconds); 0
-	// forces a refresh. Read without p.mu, so atomic.
-	fetchedAt atomic.Int64
-	// refreshing is set while one caller re-reads a stale layout; the
-	// others keep publishing with the old one meanwhile.
-	refreshing atomic.Bool
-	parts      []*partQueue
-}
-
-// partQueue holds the messages waiting for one topic partition.
-type partQueue struct {
-	topic     string
-	partition int32
-	leader    atomic.Pointer[brokerFlusher]
-
-	mu        sync.Mutex
-	pending   []queued
-	scheduled bool // listed in a flusher's ready list
-	inflight  bool // a request with this partition's messages is out
-}
-
-// brokerFlusher sends the queued messages of the partitions one broker leads,
-// on InFlight goroutines, each with its own connection (no hand-off per
-// request).
-type brokerFlusher struct {
-	id      int32
-	mu      sync.Mutex
-	out     int       // requests out now
-	lastOut time.Time // when the latest of them was sent
-	ready   []*partQueue
-	wake    chan struct{} // capacity 1
-	closing bool
-}
-
-// done records that a flusher's request (or its turn, when it had nothing
-// to send) is over.
-func (bf *brokerFlusher) done() {
-	bf.mu.Lock()
-	bf.out--
-	bf.mu.Unlock()
-}
-
-type queued struct {
-	key, value []byte
-	typ        string
-	attempts   int
-	call       *call
-}
-
-// call tracks one Publish: it completes when every message is acked or one
+// call tracks one Publish: it completes when every record is acked or one
 // failed.
 type call struct {
 	remaining atomic.Int32
 	errMu     sync.Mutex
 	err       error         // the first error, under errMu
 	done      chan struct{} // receives once, when remaining reaches zero
-	msgs      [4]queued     // backing array of the usual call's messages
+	recs      [4]kgo.Record // backing array of the usual call's records
+	hdrs      [4]kgo.RecordHeader
+	promise   func(*kgo.Record, error)
 }
 
-func (c *call) complete(err error) {
+func (c *call) complete(_ *kgo.Record, err error) {
 	if err != nil {
 		c.errMu.Lock()
 		if c.err == nil {
@@ -263,11 +193,16 @@ func (c *call) complete(err error) {
 	}
 }
 
-// calls recycles calls that were answered: by then no queue or flusher
-// refers to them. A call whose caller gave up (ctx) is left to the GC.
-var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+// calls recycles calls that were answered: by then the client no longer
+// refers to their records. A call whose caller gave up (ctx) is left to the
+// GC.
+var calls = sync.Pool{New: func() any {
+	c := &call{done: make(chan struct{}, 1)}
+	c.promise = c.complete
+	return c
+}}
 
-// newCall returns a call awaiting n messages.
+// newCall returns a call awaiting n records.
 func newCall(n int) *call {
 	c := calls.Get().(*call)
 	c.remaining.Store(int32(n))
@@ -277,64 +212,103 @@ func newCall(n int) *call {
 // release returns an answered call to the pool.
 func (c *call) release() {
 	c.err = nil
-	c.msgs = [4]queued{}
+	c.recs = [4]kgo.Record{}
+	c.hdrs = [4]kgo.RecordHeader{}
 	calls.Put(c)
 }
 
 // NewProducer validates cfg and returns a Producer. It checks that a broker
-// answers a metadata request within ctx.
+// answers within ctx.
 func NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer, error) {
 	cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	comp, _ := parseCompression(cfg.Compression)
-	bg, stop := context.WithCancel(context.Background())
-	tr := &kafka.Transport{
-		ClientID:    cfg.ClientID,
-		DialTimeout: 5 * time.Second,
-		IdleTimeout: 5 * time.Minute,
-		MetadataTTL: 6 * time.Second,
-		Context:     bg,
+	sec, err := cfg.Security.Opts()
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
 	}
-	addr := kafka.TCP(cfg.Brokers...)
-	p := &Producer{
-		cfg:       cfg,
-		codec:     comp.Codec(),
-		transport: tr,
-		client:    &kafka.Client{Addr: addr, Timeout: cfg.RequestTimeout, Transport: tr},
-		topics:    map[string]*topicState{},
-		flushers:  map[int32]*brokerFlusher{},
-		brokers:   map[int32]string{},
-		bgCtx:     bg,
-		stop:      stop,
-	}
+	p := &Producer{cfg: cfg}
 	m := cfg.Metrics
 	m.Help("sendstream_producer_batches_total", "Produce requests sent (group commits).")
 	m.Help("sendstream_producer_messages_total", "Envelopes acknowledged by the broker.")
 	m.Help("sendstream_producer_errors_total", "Envelopes whose produce failed.")
-	m.Help("sendstream_producer_retries_total", "Produce requests retried after a retryable failure.")
+	m.Help("sendstream_producer_retries_total", "Produce requests that failed and whose records the client sends again.")
 	m.Help("sendstream_producer_ack_seconds", "Time from Publish to the broker's acknowledgement of all its envelopes.")
-	m.Help("sendstream_producer_batch_messages", "Envelopes per produce request.")
+	m.Help("sendstream_producer_batch_messages", "Envelopes per record batch (one partition's share of a produce request).")
 	m.Help("sendstream_producer_request_seconds", "Round trip of one produce request (write, broker fsync, response).")
-	p.mBatches = m.Counter("sendstream_producer_batches_total")
 	p.mMessages = m.Counter("sendstream_producer_messages_total")
 	p.mErrors = m.Counter("sendstream_producer_errors_total")
-	p.mRetries = m.Counter("sendstream_producer_retries_total")
 	p.mAck = m.Histogram("sendstream_producer_ack_seconds", nil)
-	p.mBatchLen = m.Histogram("sendstream_producer_batch_messages", []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096})
-	p.mRequest = m.Histogram("sendstream_producer_request_seconds", nil)
-
-	if _, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}}); err != nil {
-		stop()
-		tr.CloseIdleConnections()
+	hooks := producerHooks{
+		batches:  m.Counter("sendstream_producer_batches_total"),
+		retries:  m.Counter("sendstream_producer_retries_total"),
+		batchLen: m.Histogram("sendstream_producer_batch_messages", []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096}),
+		request:  m.Histogram("sendstream_producer_request_seconds", nil),
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID(cfg.ClientID),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is on by default
+		kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(comp),
+		kgo.ProducerBatchMaxBytes(int32(cfg.MaxBatchBytes)),
+		kgo.BrokerMaxWriteBytes(int32(max(100<<20, cfg.MaxBatchBytes+1<<20))),
+		kgo.MaxBufferedRecords(cfg.MaxBufferedRecords),
+		kgo.ProduceRequestTimeout(cfg.RequestTimeout),
+		kgo.RequestTimeoutOverhead(time.Second),
+		kgo.RecordDeliveryTimeout(time.Duration(cfg.MaxAttempts) * (cfg.RequestTimeout + time.Second)),
+		kgo.UnknownTopicRetries(2),
+		kgo.MetadataMaxAge(cfg.MetadataTTL),
+		kgo.MetadataMinAge(min(cfg.MetadataTTL, 250*time.Millisecond)),
+		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
+			return func(r *kgo.Record, n int) int { return partitionFor(r.Key, n) }
+		})),
+		kgo.WithHooks(hooks),
+	}, sec...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	if err := cl.Ping(ctx); err != nil {
+		cl.Close()
 		return nil, fmt.Errorf("producer: reach brokers %s: %w", strings.Join(cfg.Brokers, ","), err)
 	}
+	p.cl = cl
+	p.mBatches = hooks.batches
 	return p, nil
+}
+
+// producerHooks feeds the per-request and per-batch metrics from kgo.
+type producerHooks struct {
+	batches, retries  *Counter
+	batchLen, request *Histogram
+}
+
+// OnBrokerE2E counts produce requests and their round trips.
+func (h producerHooks) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if key != 0 { // produce
+		return
+	}
+	h.batches.Inc()
+	if e2e.Err() != nil {
+		h.retries.Inc()
+		return
+	}
+	h.request.Observe(e2e.DurationE2E().Seconds())
+}
+
+// OnProduceBatchWritten records the envelopes of each acknowledged batch.
+func (h producerHooks) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.ProduceBatchMetrics) {
+	h.batchLen.Observe(float64(m.NumRecords))
 }
 
 // Topic returns the full topic name for a topic constant (prefix applied).
 func (p *Producer) Topic(topic string) string { return p.cfg.TopicPrefix + topic }
+
+// typeHeader is the record header carrying the envelope type.
+const typeHeader = "type"
 
 // Publish JSON-encodes envs and produces them to TopicPrefix+topic with
 // acks=all, each to partition hash(env.Key) mod partitions (env.ID when the
@@ -350,14 +324,13 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 	start := time.Now()
 	name := p.cfg.TopicPrefix + topic
 	c := newCall(len(envs))
-	msgs := c.msgs[:]
-	if len(envs) > len(msgs) {
-		msgs = make([]queued, len(envs))
+	recs, hdrs := c.recs[:], c.hdrs[:]
+	if len(envs) > len(recs) {
+		recs, hdrs = make([]kgo.Record, len(envs)), make([]kgo.RecordHeader, len(envs))
 	}
-	msgs = msgs[:len(envs)]
 	// One buffer holds every encoded value and key of this call: sized for
 	// the usual envelope, it grows (and earlier values keep the old array)
-	// when needed. It goes back to the pool once every message is answered
+	// when needed. It goes back to the pool once every record is answered
 	// (nothing refers to it then), not when ctx ends first.
 	bp := getPublishBuf(len(envs) * envelopeSizeHint)
 	buf := (*bp)[:0]
@@ -366,10 +339,12 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 		var err error
 		buf, err = schemas.AppendEnvelope(buf, &envs[i])
 		if err != nil {
+			c.release()
 			return Permanent(fmt.Errorf("publish %s: encode envelope %s: %w", name, envs[i].ID, err))
 		}
 		v := buf[start:len(buf):len(buf)]
 		if len(v) > p.cfg.MaxEnvelopeBytes {
+			c.release()
 			return Permanent(fmt.Errorf("publish %s: envelope %s is %d bytes, over the %d limit", name, envs[i].ID, len(v), p.cfg.MaxEnvelopeBytes))
 		}
 		key := envs[i].Key
@@ -378,22 +353,24 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 		}
 		ks := len(buf)
 		buf = append(buf, key...)
-		msgs[i] = queued{key: buf[ks:len(buf):len(buf)], value: v, typ: envs[i].Type, call: c}
+		hdrs[i] = kgo.RecordHeader{Key: typeHeader, Value: []byte(envs[i].Type)}
+		recs[i] = kgo.Record{Topic: name, Key: buf[ks:len(buf):len(buf)], Value: v, Headers: hdrs[i : i+1 : i+1]}
 	}
-	// Held shared until the messages are queued, so Close (exclusive) sees
-	// every flusher and every queued message.
+	// Held shared while producing, so Close (exclusive) flushes every
+	// record that was handed to the client.
 	p.closeMu.RLock()
 	if p.closed {
 		p.closeMu.RUnlock()
+		c.release()
 		return ErrProducerClosed
 	}
-	ts, err := p.topic(ctx, name)
-	if err != nil {
+	if err := p.autoCreate(ctx, name); err != nil {
 		p.closeMu.RUnlock()
+		c.release()
 		return err
 	}
-	for i := range msgs {
-		p.enqueue(ts.parts[partitionFor(msgs[i].key, len(ts.parts))], msgs[i])
+	for i := range envs {
+		p.cl.Produce(ctx, &recs[i], c.promise)
 	}
 	p.closeMu.RUnlock()
 	select {
@@ -403,13 +380,36 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 		err := c.err
 		c.release()
 		if err != nil {
-			return fmt.Errorf("publish %s: %w", ts.name, err)
+			p.mErrors.Add(uint64(len(envs)))
+			return fmt.Errorf("publish %s: %w", name, err)
 		}
+		p.mMessages.Add(uint64(len(envs)))
 		p.mAck.ObserveSince(start)
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("publish %s: waiting for ack: %w", ts.name, ctx.Err())
+		return fmt.Errorf("publish %s: waiting for ack: %w", name, ctx.Err())
 	}
+}
+
+// autoCreate creates name the first time it is published to when
+// AutoCreatePartitions allows it.
+func (p *Producer) autoCreate(ctx context.Context, name string) error {
+	if p.cfg.AutoCreatePartitions <= 0 {
+		return nil
+	}
+	if _, ok := p.created.Load(name); ok {
+		return nil
+	}
+	p.create.Lock()
+	defer p.create.Unlock()
+	if _, ok := p.created.Load(name); ok {
+		return nil
+	}
+	if err := createTopics(ctx, p.cl, []string{name}, p.cfg.AutoCreatePartitions); err != nil {
+		return fmt.Errorf("publish %s: %w", name, err)
+	}
+	p.created.Store(name, struct{}{})
+	return nil
 }
 
 // publishBufs recycles Publish's encoding buffers: a request-log envelope
@@ -431,32 +431,6 @@ func putPublishBuf(bp *[]byte) {
 	}
 }
 
-// enqueue appends m to q and makes sure q's leader will send it.
-func (p *Producer) enqueue(q *partQueue, m queued) {
-	q.mu.Lock()
-	q.pending = append(q.pending, m)
-	p.scheduleLocked(q)
-	q.mu.Unlock()
-}
-
-// scheduleLocked lists q with its leader's flusher unless it is already
-// listed or in flight (its flusher relists it when the request returns).
-// q.mu must be held.
-func (p *Producer) scheduleLocked(q *partQueue) {
-	if q.scheduled || q.inflight || len(q.pending) == 0 {
-		return
-	}
-	q.scheduled = true
-	bf := q.leader.Load()
-	bf.mu.Lock()
-	bf.ready = append(bf.ready, q)
-	bf.mu.Unlock()
-	select {
-	case bf.wake <- struct{}{}:
-	default:
-	}
-}
-
 // partitionFor maps a key to a partition with 32-bit FNV-1a: stable across
 // processes and releases.
 func partitionFor(key []byte, n int) int {
@@ -466,400 +440,6 @@ func partitionFor(key []byte, n int) int {
 	h := fnv.New32a()
 	h.Write(key)
 	return int(h.Sum32() % uint32(n))
-}
-
-// topic returns the cached partition layout of a topic, refreshing it when
-// older than MetadataTTL: one caller refreshes, concurrent ones use the old
-// layout meanwhile.
-func (p *Producer) topic(ctx context.Context, name string) (*topicState, error) {
-	p.mu.RLock()
-	ts, ok := p.topics[name]
-	p.mu.RUnlock()
-	if ok {
-		if time.Since(time.Unix(0, ts.fetchedAt.Load())) < p.cfg.MetadataTTL || !ts.refreshing.CompareAndSwap(false, true) {
-			return ts, nil
-		}
-		defer ts.refreshing.Store(false)
-	}
-	leaders, err := p.partitionLeaders(ctx, name)
-	if err != nil {
-		if ok { // keep using the old layout while metadata is unavailable
-			return ts, nil
-		}
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ts, ok = p.topics[name]
-	if ok && len(ts.parts) >= len(leaders) {
-		p.setLeadersLocked(ts.parts, leaders)
-		ts.fetchedAt.Store(time.Now().UnixNano())
-		return ts, nil
-	}
-	// New topic or added partitions: copy-on-write so callers holding the
-	// old state keep a consistent view.
-	nts := &topicState{name: name, parts: make([]*partQueue, len(leaders))}
-	nts.fetchedAt.Store(time.Now().UnixNano())
-	if ok {
-		copy(nts.parts, ts.parts)
-	}
-	for i := range nts.parts {
-		if nts.parts[i] == nil {
-			nts.parts[i] = &partQueue{topic: name, partition: int32(i)}
-		}
-	}
-	p.setLeadersLocked(nts.parts, leaders)
-	p.topics[name] = nts
-	return nts, nil
-}
-
-// setLeadersLocked points each partition queue at its leader's flusher,
-// starting flushers for brokers seen for the first time. p.mu must be held.
-func (p *Producer) setLeadersLocked(parts []*partQueue, leaders []int32) {
-	for i, id := range leaders {
-		bf, ok := p.flushers[id]
-		if !ok {
-			bf = &brokerFlusher{id: id, wake: make(chan struct{}, 1)}
-			p.flushers[id] = bf
-			for range p.cfg.InFlight {
-				p.wg.Add(1)
-				go p.flush(bf)
-			}
-		}
-		parts[i].leader.Store(bf)
-	}
-}
-
-// partitionLeaders returns the leader broker id of each partition of name,
-// creating the topic first when AutoCreatePartitions allows it.
-func (p *Producer) partitionLeaders(ctx context.Context, name string) ([]int32, error) {
-	for attempt := 0; ; attempt++ {
-		md, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{name}})
-		if err != nil {
-			return nil, fmt.Errorf("publish %s: metadata: %w", name, err)
-		}
-		p.mu.Lock()
-		for _, b := range md.Brokers {
-			p.brokers[int32(b.ID)] = net.JoinHostPort(b.Host, strconv.Itoa(b.Port))
-		}
-		p.mu.Unlock()
-		var terr error
-		for _, t := range md.Topics {
-			if t.Name != name {
-				continue
-			}
-			if t.Error == nil && len(t.Partitions) > 0 {
-				leaders := make([]int32, len(t.Partitions))
-				for _, pt := range t.Partitions {
-					if pt.ID < 0 || pt.ID >= len(leaders) {
-						return nil, fmt.Errorf("publish %s: metadata lists partition %d of %d", name, pt.ID, len(leaders))
-					}
-					leaders[pt.ID] = int32(pt.Leader.ID)
-				}
-				return leaders, nil
-			}
-			terr = t.Error
-		}
-		if terr == nil {
-			terr = kafka.UnknownTopicOrPartition
-		}
-		if attempt > 0 || p.cfg.AutoCreatePartitions <= 0 || !errors.Is(terr, kafka.UnknownTopicOrPartition) {
-			return nil, fmt.Errorf("publish %s: topic unavailable: %w", name, terr)
-		}
-		p.create.Lock()
-		err = createTopics(ctx, p.client, []string{name}, p.cfg.AutoCreatePartitions)
-		p.create.Unlock()
-		if err != nil {
-			return nil, fmt.Errorf("publish %s: %w", name, err)
-		}
-	}
-}
-
-// inflightPart is one partition's share of a produce request.
-type inflightPart struct {
-	q     *partQueue
-	batch []queued
-}
-
-// flush is one flusher goroutine of a broker: it waits for ready
-// partitions, sends all their queued messages in one request on its own
-// connection, completes the callers, and repeats. It returns once Close
-// asked and nothing is ready, waking a sibling to do the same.
-func (p *Producer) flush(bf *brokerFlusher) {
-	defer p.wg.Done()
-	var (
-		conn     *wireConn // nil until dialled or after a failure
-		ready    []*partQueue
-		parts    []inflightPart
-		failures int // consecutive failed requests, for backoff
-	)
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
-	for {
-		bf.mu.Lock()
-		for len(bf.ready) == 0 {
-			if bf.closing {
-				bf.mu.Unlock()
-				select {
-				case bf.wake <- struct{}{}:
-				default:
-				}
-				return
-			}
-			bf.mu.Unlock()
-			<-bf.wake
-			bf.mu.Lock()
-		}
-		if bf.out > 0 {
-			if wait := p.cfg.OverlapAfter - time.Since(bf.lastOut); wait > 0 {
-				// The request out will likely return first, and its
-				// flusher then takes this work; look again after wait.
-				bf.mu.Unlock()
-				time.Sleep(wait)
-				continue
-			}
-		}
-		ready, bf.ready = bf.ready, ready[:0]
-		bf.out++
-		bf.lastOut = time.Now()
-		bf.mu.Unlock()
-
-		parts = parts[:0]
-		total := 0
-		for _, q := range ready {
-			q.mu.Lock()
-			q.scheduled = false
-			switch {
-			case q.leader.Load() != bf: // leader moved: hand over
-				p.scheduleLocked(q)
-			case q.inflight || len(q.pending) == 0:
-			case total >= p.cfg.MaxRequestBytes: // full: next request
-				p.rescheduleLater(bf, q)
-			default:
-				batch, size := p.take(q)
-				total += size
-				q.inflight = true
-				parts = append(parts, inflightPart{q: q, batch: batch})
-			}
-			q.mu.Unlock()
-		}
-		clear(ready)
-		if len(parts) == 0 {
-			bf.done()
-			continue
-		}
-
-		retry := p.send(bf, &conn, parts)
-		if retry {
-			failures++
-		} else {
-			failures = 0
-		}
-		for i := range parts {
-			q := parts[i].q
-			q.mu.Lock()
-			q.inflight = false
-			p.scheduleLocked(q)
-			q.mu.Unlock()
-			parts[i] = inflightPart{}
-		}
-		bf.done()
-		if failures > 0 {
-			p.mRetries.Inc()
-			select {
-			case <-time.After(backoff(failures-1, 50*time.Millisecond, 2*time.Second)):
-			case <-p.bgCtx.Done():
-			}
-		}
-	}
-}
-
-// rescheduleLater puts q back on bf's ready list for the next request; q.mu
-// is held and q.scheduled is false.
-func (p *Producer) rescheduleLater(bf *brokerFlusher, q *partQueue) {
-	q.scheduled = true
-	bf.mu.Lock()
-	bf.ready = append(bf.ready, q)
-	bf.mu.Unlock()
-}
-
-// take removes from q what fits in one record batch. q.mu is held.
-func (p *Producer) take(q *partQueue) ([]queued, int) {
-	n, size := 0, 0
-	for n < len(q.pending) {
-		sz := len(q.pending[n].value) + len(q.pending[n].key) + 64
-		if n > 0 && size+sz > p.cfg.MaxBatchBytes {
-			break
-		}
-		size += sz
-		n++
-	}
-	batch := make([]queued, n)
-	copy(batch, q.pending[:n])
-	if n == len(q.pending) {
-		clear(q.pending)
-		q.pending = q.pending[:0]
-	} else {
-		rest := make([]queued, len(q.pending)-n, cap(q.pending))
-		copy(rest, q.pending[n:])
-		q.pending = rest
-	}
-	return batch, size
-}
-
-// send produces parts in one request and completes their callers;
-// messages that failed with a retryable error and have attempts left go
-// back to the front of their queue. It reports whether anything is to be
-// retried.
-func (p *Producer) send(bf *brokerFlusher, conn **wireConn, parts []inflightPart) (retry bool) {
-	slices.SortFunc(parts, func(a, b inflightPart) int { return comparePart(a, b.q.topic, b.q.partition) })
-	req := make([]producePart, len(parts))
-	msgs := 0
-	for i, ip := range parts {
-		req[i] = producePart{topic: ip.q.topic, partition: ip.q.partition, batch: ip.batch}
-		msgs += len(ip.batch)
-	}
-	p.mBatches.Inc()
-	p.mBatchLen.Observe(float64(msgs))
-
-	rtStart := time.Now()
-	res, err := p.roundTrip(bf.id, conn, req)
-	p.mRequest.ObserveSince(rtStart)
-	errs := make([]error, len(parts))
-	if err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		if errors.Is(err, errNoLeader) {
-			p.expireMetadata()
-		}
-	} else {
-		p.partErrors(res, parts, errs)
-	}
-	for i, ip := range parts {
-		perr := errs[i]
-		if perr == nil {
-			p.mMessages.Add(uint64(len(ip.batch)))
-			for j := range ip.batch {
-				ip.batch[j].call.complete(nil)
-			}
-			continue
-		}
-		perr = fmt.Errorf("produce %s/%d: %w", ip.q.topic, ip.q.partition, perr)
-		if retryableKafka(perr) && ip.batch[0].attempts+1 < p.cfg.MaxAttempts && p.bgCtx.Err() == nil {
-			retry = true
-			for j := range ip.batch {
-				ip.batch[j].attempts++
-			}
-			q := ip.q
-			q.mu.Lock()
-			q.pending = append(ip.batch, q.pending...)
-			q.mu.Unlock()
-			continue
-		}
-		p.mErrors.Add(uint64(len(ip.batch)))
-		for j := range ip.batch {
-			ip.batch[j].call.complete(perr)
-		}
-	}
-	return retry
-}
-
-// partErrors sets errs[i] to the broker's error for parts[i] (sorted by
-// topic and partition), or to an error when the answer leaves it out.
-func (p *Producer) partErrors(res *kmsg.ProduceResponse, parts []inflightPart, errs []error) {
-	answered := make([]bool, len(parts))
-	for _, t := range res.Topics {
-		for _, rp := range t.Partitions {
-			i, ok := slices.BinarySearchFunc(parts, rp.Partition, func(ip inflightPart, part int32) int {
-				return comparePart(ip, t.Topic, part)
-			})
-			if !ok {
-				continue
-			}
-			answered[i] = true
-			if rp.ErrorCode == 0 {
-				continue
-			}
-			errs[i] = kafka.Error(rp.ErrorCode)
-			if rp.ErrorMessage != nil && *rp.ErrorMessage != "" {
-				errs[i] = fmt.Errorf("%w: %s", kafka.Error(rp.ErrorCode), *rp.ErrorMessage)
-			}
-			if errors.Is(errs[i], kafka.NotLeaderForPartition) || errors.Is(errs[i], kafka.LeaderNotAvailable) {
-				p.expireMetadata()
-			}
-		}
-	}
-	for i := range parts {
-		if !answered[i] {
-			errs[i] = errors.New("no answer for the partition")
-		}
-	}
-}
-
-// comparePart orders ip against topic and partition: the order of a
-// request's parts, in which partErrors finds each answer.
-func comparePart(ip inflightPart, topic string, partition int32) int {
-	if c := strings.Compare(ip.q.topic, topic); c != 0 {
-		return c
-	}
-	return int(ip.q.partition) - int(partition)
-}
-
-// errNoLeader is a partition's leader missing from the last metadata.
-var errNoLeader = errors.New("no leader for the partition")
-
-// roundTrip sends parts to broker id on *conn, dialling it first when
-// needed, and waits for the answer on the calling (flusher) goroutine. A
-// failed exchange closes the connection; the next request dials again.
-func (p *Producer) roundTrip(id int32, conn **wireConn, parts []producePart) (*kmsg.ProduceResponse, error) {
-	if *conn == nil {
-		c, err := p.dial(id)
-		if err != nil {
-			return nil, err
-		}
-		*conn = c
-	}
-	now := time.Now()
-	(*conn).nc.SetDeadline(now.Add(p.cfg.RequestTimeout + time.Second))
-	res, err := (*conn).produce(parts, p.codec, p.cfg.RequestTimeout, now)
-	if err != nil {
-		(*conn).Close()
-		*conn = nil
-		return nil, fmt.Errorf("produce to broker %d: %w", id, err)
-	}
-	return res, nil
-}
-
-// dial connects to broker id and negotiates the produce version.
-func (p *Producer) dial(id int32) (*wireConn, error) {
-	p.mu.RLock()
-	addr, ok := p.brokers[id]
-	p.mu.RUnlock()
-	if !ok {
-		p.expireMetadata()
-		return nil, fmt.Errorf("broker %d: %w", id, errNoLeader)
-	}
-	ctx, cancel := context.WithTimeout(p.bgCtx, 5*time.Second)
-	defer cancel()
-	c, err := dialWire(ctx, addr, p.cfg.ClientID)
-	if err != nil {
-		return nil, fmt.Errorf("broker %d at %s: %w", id, addr, err)
-	}
-	return c, nil
-}
-
-// expireMetadata makes the next Publish of every topic re-read partition
-// leaders.
-func (p *Producer) expireMetadata() {
-	p.mu.Lock()
-	for _, ts := range p.topics {
-		ts.fetchedAt.Store(0)
-	}
-	p.mu.Unlock()
 }
 
 // backoff returns base·2^attempt capped at max.
@@ -874,25 +454,10 @@ func backoff(attempt int, base, max time.Duration) time.Duration {
 	return d
 }
 
-// retryableKafka reports errors worth sending the same batch again for:
-// temporary broker errors and broken connections.
-func retryableKafka(err error) bool {
-	var kerr kafka.Error
-	if errors.As(err, &kerr) {
-		return kerr.Temporary()
-	}
-	var nerr net.Error
-	if errors.As(err, &nerr) {
-		return true
-	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, errNoLeader) // a broker not in the last metadata: it is re-read first
-}
-
-// Close stops accepting envelopes, waits until everything queued is acked or
-// failed (each request bounded by RequestTimeout, MaxAttempts times), and
-// releases connections. Publish after Close returns ErrProducerClosed.
+// Close stops accepting envelopes, waits until everything handed to the
+// client is acked or failed (bounded by MaxAttempts·RequestTimeout per
+// record), and closes the connections. Publish after Close returns
+// ErrProducerClosed.
 func (p *Producer) Close() error {
 	p.closeMu.Lock()
 	if p.closed {
@@ -901,105 +466,12 @@ func (p *Producer) Close() error {
 	}
 	p.closed = true
 	p.closeMu.Unlock()
-
-	p.mu.RLock()
-	flushers := make([]*brokerFlusher, 0, len(p.flushers))
-	for _, bf := range p.flushers {
-		flushers = append(flushers, bf)
-	}
-	p.mu.RUnlock()
-	for _, bf := range flushers {
-		bf.mu.Lock()
-		bf.closing = true
-		bf.mu.Unlock()
-		select {
-		case bf.wake <- struct{}{}:
-		default:
-		}
-	}
-	p.wg.Wait()
-	p.stop()
-	// Whatever is still queued (a partition handed to a flusher that had
-	// already stopped) fails rather than hanging its caller.
-	p.mu.RLock()
-	for _, ts := range p.topics {
-		for _, q := range ts.parts {
-			q.mu.Lock()
-			for _, m := range q.pending {
-				m.call.complete(ErrProducerClosed)
-			}
-			q.pending = nil
-			q.mu.Unlock()
-		}
-	}
-	p.mu.RUnlock()
-	p.transport.CloseIdleConnections()
-	return nil
-}
-
-// EnsureTopics creates prefix+topic for each topic that does not exist yet,
-// with the given number of partitions (replication factor 1 for a single
-// broker, 3 otherwise, capped by the broker count) and max.message.bytes
-// of BrokerMessageMaxBytes. Existing topics are left as they are (raise
-// their max.message.bytes by hand when they were created smaller).
-func EnsureTopics(ctx context.Context, brokers []string, prefix string, topics []string, partitions int) error {
-	if len(brokers) == 0 {
-		return errors.New("ensure topics: no brokers configured")
-	}
-	tr := &kafka.Transport{ClientID: "sendstream-admin"}
-	defer tr.CloseIdleConnections()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second, Transport: tr}
-	names := make([]string, len(topics))
-	for i, t := range topics {
-		names[i] = prefix + t
-	}
-	return createTopics(ctx, client, names, partitions)
-}
-
-// topicConfig is set on every topic createTopics creates: messages up to
-// BrokerMessageMaxBytes, so any envelope under MaxEnvelopeBytes fits
-// whatever the broker's default.
-var topicConfig = []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(BrokerMessageMaxBytes)}}
-
-func createTopics(ctx context.Context, client *kafka.Client, names []string, partitions int) error {
-	if partitions <= 0 {
-		partitions = 1
-	}
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.cfg.MaxAttempts+1)*(p.cfg.RequestTimeout+time.Second))
+	defer cancel()
+	err := p.cl.Flush(ctx)
+	p.cl.Close() // fails whatever is left with kgo.ErrClientClosed
 	if err != nil {
-		return fmt.Errorf("ensure topics: metadata: %w", err)
-	}
-	exists := map[string]bool{}
-	for _, t := range md.Topics {
-		if t.Error == nil && len(t.Partitions) > 0 {
-			exists[t.Name] = true
-		}
-	}
-	rf := 3
-	if len(md.Brokers) < rf {
-		rf = len(md.Brokers)
-	}
-	if rf < 1 {
-		rf = 1
-	}
-	var req kafka.CreateTopicsRequest
-	for _, n := range names {
-		if !exists[n] {
-			req.Topics = append(req.Topics, kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: rf,
-				ConfigEntries: topicConfig})
-		}
-	}
-	if len(req.Topics) == 0 {
-		return nil
-	}
-	res, err := client.CreateTopics(ctx, &req)
-	if err != nil {
-		return fmt.Errorf("ensure topics: create: %w", err)
-	}
-	for name, terr := range res.Errors {
-		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
-			return fmt.Errorf("ensure topics: create %s: %w", name, terr)
-		}
+		return fmt.Errorf("producer close: flush: %w", err)
 	}
 	return nil
 }

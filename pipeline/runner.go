@@ -84,6 +84,10 @@ type RunConfig struct {
 	// which is how it sees partitions added to its topic (default 5s).
 	PartitionWatchInterval time.Duration
 
+	// Security is the TLS and SASL setting of the consumers (default
+	// plaintext, no SASL); the Publisher has its own.
+	Security KafkaSecurity
+
 	Metrics *Registry    // default DefaultMetrics
 	Logger  *slog.Logger // default slog.Default()
 }
