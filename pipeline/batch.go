@@ -24,6 +24,7 @@ type batch struct {
 	lag     map[int]int64
 	outputs map[string][]schemas.Envelope
 	topics  []string // output topics in first-use order
+	scratch []output // one envelope's outputs, reused
 }
 
 func (b *batch) reset() {
@@ -131,7 +132,8 @@ func (s *stageRunner) consume(ctx context.Context) error {
 // outputs, or dead-letter. It returns an error only when the message is not
 // finished (abandoned for drain, or the dead-letter publish failed).
 func (s *stageRunner) handle(ctx, workCtx context.Context, b *batch, f *fetched) error {
-	outs, err := s.process(ctx, workCtx, f)
+	outs, err := s.process(ctx, workCtx, f, b.scratch[:0])
+	b.scratch = outs[:0]
 	if err != nil {
 		return err
 	}

@@ -98,8 +98,8 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 		keys: map[string]*keyQueue{},
 	}
 	// due fires FlushInterval after the first envelope finished since the
-	// last commit: a Flusher's batch deadline, and for other stages a
-	// commit even when answers never stop arriving.
+	// last commit: a Flusher's batch deadline, and for other stages the
+	// commit of a busy stage (an idle one commits at once).
 	due := time.NewTimer(time.Hour)
 	due.Stop()
 	defer due.Stop()
@@ -114,7 +114,7 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 			q.busy = true
 			st.running++
 			go func() {
-				outs, err := s.process(ctx, workCtx, &it.f)
+				outs, err := s.process(ctx, workCtx, &it.f, nil)
 				if err == nil {
 					err = s.publishOutputs(workCtx, outs)
 				}
@@ -177,7 +177,9 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 			if !stopping {
 				dispatch()
 			}
-			if s.flusher == nil && len(results) == 0 && st.moved {
+			// Outputs are published already: a commit only saves work
+			// after a crash, so it waits for an idle moment or for due.
+			if s.flusher == nil && st.running == 0 && len(results) == 0 && st.moved {
 				if err := s.commitKeyed(workCtx, cl, st); err != nil {
 					failure, stopping = err, true
 				}

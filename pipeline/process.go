@@ -32,16 +32,17 @@ type output struct {
 // dead-letter topic. It returns the routed outputs of a handled envelope
 // (none when it was dead-lettered), or an error when the envelope is not
 // finished: errAbandoned when ctx ended during a retry wait or workCtx
-// ended mid-Handle, or the dead-letter publish failed. ctx is the stage's
+// ended mid-Handle, or the dead-letter publish failed. The outputs are
+// appended to dst (the serial loop reuses one buffer). ctx is the stage's
 // context (its end stops retry waits); workCtx bounds the work in hand.
 // Safe for concurrent use on different envelopes.
-func (s *stageRunner) process(ctx, workCtx context.Context, f *fetched) ([]output, error) {
+func (s *stageRunner) process(ctx, workCtx context.Context, f *fetched, dst []output) ([]output, error) {
 	m, env := f.m, f.env
 	if err := f.decodeErr; err != nil {
 		if derr := s.deadLetter(workCtx, m, nil, Permanent(fmt.Errorf("decode envelope: %w", err)), 0); derr != nil {
-			return nil, derr
+			return dst, derr
 		}
-		return nil, nil
+		return dst, nil
 	}
 	attempts := 0
 	for retries := 0; ; {
@@ -57,7 +58,7 @@ func (s *stageRunner) process(ctx, workCtx context.Context, f *fetched) ([]outpu
 		attempts++
 		var routed []output
 		if err == nil {
-			routed, err = s.route(env, outs)
+			routed, err = s.route(env, outs, dst)
 		}
 		if err == nil {
 			s.processed.Inc()
@@ -65,14 +66,14 @@ func (s *stageRunner) process(ctx, workCtx context.Context, f *fetched) ([]outpu
 		}
 		s.failed.Inc()
 		if workCtx.Err() != nil {
-			return nil, errAbandoned // drain deadline passed mid-Handle
+			return dst, errAbandoned // drain deadline passed mid-Handle
 		}
 		breakerOpen := errors.Is(err, ErrBreakerOpen) && !IsPermanent(err)
 		if IsPermanent(err) || (!breakerOpen && retries >= s.cfg.MaxRetries) {
 			if derr := s.deadLetter(workCtx, m, &env, err, attempts); derr != nil {
-				return nil, derr
+				return dst, derr
 			}
-			return nil, nil
+			return dst, nil
 		}
 		var wait time.Duration
 		if breakerOpen {
@@ -91,7 +92,7 @@ func (s *stageRunner) process(ctx, workCtx context.Context, f *fetched) ([]outpu
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, errAbandoned
+			return dst, errAbandoned
 		}
 	}
 }
@@ -107,11 +108,12 @@ func (s *stageRunner) call(ctx context.Context, env schemas.Envelope) (outs []sc
 	return s.stage.Handle(ctx, env)
 }
 
-// route pairs Handle's outputs with their topics, filling in ids, causation
-// and trace context from the input. It fails when one is misrouted.
-func (s *stageRunner) route(in schemas.Envelope, outs []schemas.Envelope) ([]output, error) {
+// route appends Handle's outputs to dst, paired with their topics, filling
+// in ids, causation and trace context from the input. It fails, appending
+// nothing, when one is misrouted.
+func (s *stageRunner) route(in schemas.Envelope, outs []schemas.Envelope, dst []output) ([]output, error) {
 	if len(outs) == 0 {
-		return nil, nil
+		return dst, nil
 	}
 	topics := make([]string, len(outs))
 	for i := range outs {
@@ -123,11 +125,10 @@ func (s *stageRunner) route(in schemas.Envelope, outs []schemas.Envelope) ([]out
 			t = s.reg.Produces[0]
 		}
 		if t == "" || !slices.Contains(s.reg.Produces, t) {
-			return nil, Permanent(fmt.Errorf("stage %s: output %d (%s) routed to %q, not one of its Produces %v", s.reg.Name, i, outs[i].Type, t, s.reg.Produces))
+			return dst, Permanent(fmt.Errorf("stage %s: output %d (%s) routed to %q, not one of its Produces %v", s.reg.Name, i, outs[i].Type, t, s.reg.Produces))
 		}
 		topics[i] = t
 	}
-	routed := make([]output, len(outs))
 	for i, out := range outs {
 		if out.ID == "" {
 			out.ID = schemas.ChildID(in.ID, out.Type, i)
@@ -144,9 +145,9 @@ func (s *stageRunner) route(in schemas.Envelope, outs []schemas.Envelope) ([]out
 		if out.OccurredAt.IsZero() {
 			out.OccurredAt = time.Now().UTC()
 		}
-		routed[i] = output{topic: topics[i], env: out}
+		dst = append(dst, output{topic: topics[i], env: out})
 	}
-	return routed, nil
+	return dst, nil
 }
 
 // deadLetter publishes the failed envelope (or raw record) to the
