@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/schemas"
 )
@@ -53,65 +52,67 @@ func newTestProducer(t testing.TB, brokers []string, prefix string) *Producer {
 	return p
 }
 
-var groupSeq atomic.Int64
+// consumed is one record, as the tests read it.
+type consumed struct {
+	Topic     string
+	Partition int
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   []kgo.RecordHeader
+}
 
-// consume reads n messages from topic with a fresh consumer group, failing
-// the test if they do not arrive within timeout.
-func consume(t testing.TB, brokers []string, topic string, n int, timeout time.Duration) []kafka.Message {
+// newReader returns a client reading topic from the start of every
+// partition (no consumer group).
+func newReader(t testing.TB, brokers []string, topic string) *kgo.Client {
 	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:           brokers,
-		GroupID:           fmt.Sprintf("test-reader-%d-%d", time.Now().UnixNano(), groupSeq.Add(1)),
-		Topic:             topic,
-		StartOffset:       kafka.FirstOffset,
-		MaxWait:           100 * time.Millisecond,
-		HeartbeatInterval: 200 * time.Millisecond,
-		SessionTimeout:    time.Second,
-		RebalanceTimeout:  time.Second,
-		ReadLagInterval:   -1,
-	})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var out []kafka.Message
-	for len(out) < n {
-		m, err := r.FetchMessage(ctx)
-		if err != nil {
-			t.Fatalf("consume %s: got %d of %d: %v", topic, len(out), n, err)
-		}
-		out = append(out, m)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("reader %s: %v", topic, err)
+	}
+	return cl
+}
+
+// readUntil appends what arrives on cl to out until done says so or ctx
+// ends.
+func readUntil(ctx context.Context, cl *kgo.Client, out []consumed, done func([]consumed) bool) []consumed {
+	for !done(out) && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, consumed{Topic: r.Topic, Partition: int(r.Partition), Offset: r.Offset,
+				Key: r.Key, Value: r.Value, Headers: r.Headers})
+		})
 	}
 	return out
 }
 
-// consumeFor reads whatever arrives on topic during d.
-func consumeFor(t testing.TB, brokers []string, topic string, d time.Duration) []kafka.Message {
+// consume reads n messages from topic from its start, failing the test if
+// they do not arrive within timeout.
+func consume(t testing.TB, brokers []string, topic string, n int, timeout time.Duration) []consumed {
 	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:           brokers,
-		GroupID:           fmt.Sprintf("test-reader-%d-%d", time.Now().UnixNano(), groupSeq.Add(1)),
-		Topic:             topic,
-		StartOffset:       kafka.FirstOffset,
-		MaxWait:           100 * time.Millisecond,
-		HeartbeatInterval: 200 * time.Millisecond,
-		SessionTimeout:    time.Second,
-		RebalanceTimeout:  time.Second,
-		ReadLagInterval:   -1,
-	})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	cl := newReader(t, brokers, topic)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var out []kafka.Message
-	for {
-		m, err := r.FetchMessage(ctx)
-		if err != nil {
-			return out
-		}
-		out = append(out, m)
+	out := readUntil(ctx, cl, nil, func(m []consumed) bool { return len(m) >= n })
+	if len(out) < n {
+		t.Fatalf("consume %s: got %d of %d: %v", topic, len(out), n, ctx.Err())
 	}
+	return out[:n]
 }
 
-func decode(t testing.TB, m kafka.Message) schemas.Envelope {
+// consumeFor reads whatever arrives on topic during d.
+func consumeFor(t testing.TB, brokers []string, topic string, d time.Duration) []consumed {
+	t.Helper()
+	cl := newReader(t, brokers, topic)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return readUntil(ctx, cl, nil, func([]consumed) bool { return false })
+}
+
+func decode(t testing.TB, m consumed) schemas.Envelope {
 	t.Helper()
 	var env schemas.Envelope
 	if err := json.Unmarshal(m.Value, &env); err != nil {

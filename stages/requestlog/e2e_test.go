@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/deploy/stack"
 	"sendstream/pipeline"
@@ -104,12 +104,21 @@ func readDeadLetter(ctx context.Context, t *testing.T, brokers []string, topic s
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, GroupID: "test-deadletter",
-		MaxWait: 100 * time.Millisecond, StartOffset: kafka.FirstOffset})
-	defer r.Close()
-	m, err := r.FetchMessage(ctx)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
-		t.Fatalf("read dead-letter topic: %v", err)
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var m *kgo.Record
+	for m == nil {
+		fs := cl.PollRecords(ctx, 1)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read dead-letter topic: %v", err)
+		}
+		if recs := fs.Records(); len(recs) > 0 {
+			m = recs[0]
+		}
 	}
 	var env schemas.Envelope
 	var dl pipeline.DeadLetter
