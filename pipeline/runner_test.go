@@ -701,10 +701,21 @@ func TestRunFlushIntervalEndsBatchesOfASteadyStream(t *testing.T) {
 // runners: the partitions are split between them, every envelope is
 // handled, and when one member stops the other takes its partitions over.
 func TestRunTwoMembersShareTheGroup(t *testing.T) {
+	for _, concurrency := range []int{1, 8} {
+		t.Run(fmt.Sprintf("concurrency %d", concurrency), func(t *testing.T) { testTwoMembers(t, concurrency) })
+	}
+}
+
+// testTwoMembers: two members of one group split the partitions, and when
+// one stops the other takes over everything; with Concurrency > 1 the
+// rebalances happen while envelopes are in flight.
+func testTwoMembers(t *testing.T, concurrency int) {
 	brokers, p := runnerCluster(t)
 	a, b := newRecorder(), newRecorder()
-	stopA := startRun(t, testRunConfig(brokers, p, registered("pair", a)))
-	startRun(t, testRunConfig(brokers, p, registered("pair", b)))
+	regA, regB := registered("pair", a), registered("pair", b)
+	regA.Concurrency, regB.Concurrency = concurrency, concurrency
+	stopA := startRun(t, testRunConfig(brokers, p, regA))
+	startRun(t, testRunConfig(brokers, p, regB))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
