@@ -325,3 +325,63 @@ func TestProduceConsumeTLSSCRAMWhileLeadersMove(t *testing.T) {
 	t.Logf("%d envelopes acked in %v with %d leader moves; %d consumed records, %d duplicates by envelope id, %d produce requests",
 		len(acked), elapsed.Round(time.Millisecond), moves, len(acked)+dups, dups, p.mBatches.Value())
 }
+
+// TestRunConsumesOverTLSSCRAM: the stage runner's consumers take
+// RunConfig.Security: a stage reads every envelope from the secured
+// three-broker cluster, publishes its outputs there, and the runner stops
+// cleanly; without Security the consumers never reach it.
+func TestRunConsumesOverTLSSCRAM(t *testing.T) {
+	sc := newSecuredCluster(t, tPrefix+tIn, tPrefix+tOut, tPrefix+schemas.TopicDeadLetter)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: sc.brokers, TopicPrefix: tPrefix, Security: sc.sec, Metrics: NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	plain := newRecorder()
+	cfg := testRunConfig(sc.brokers, p, registered("sec-plain", plain))
+	stopPlain := startRun(t, cfg)
+
+	st := newRecorder()
+	st.output = true
+	cfg = testRunConfig(sc.brokers, p, registered("sec-copy", st, tOut))
+	cfg.Security = sc.sec
+	stop := startRun(t, cfg)
+	envs := publishN(t, p, tIn, 200)
+	waitFor(t, "every envelope handled over TLS and SCRAM", 30*time.Second, func() bool {
+		for _, e := range envs {
+			if st.times(e.ID) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("Run over TLS and SCRAM: %v", err)
+	}
+	if n := plain.count(); n != 0 {
+		t.Fatalf("a runner without Security handled %d envelopes of the secured cluster", n)
+	}
+	_ = stopPlain()
+
+	// The outputs went to the secured cluster too.
+	opts, err := sc.sec.Opts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(sc.brokers...), kgo.ConsumeTopics(tPrefix+tOut),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	outs := 0
+	for outs < len(envs) && ctx.Err() == nil {
+		outs += cl.PollFetches(ctx).NumRecords()
+	}
+	if outs < len(envs) {
+		t.Fatalf("%d outputs of %d in the secured cluster", outs, len(envs))
+	}
+}
