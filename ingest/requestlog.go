@@ -42,7 +42,9 @@ func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route,
 		}
 		if err != nil {
 			s.log.Error("publish before answering failed; answering 503", "route", rt.Method+" "+rt.Path, "err", err)
-			if res.Stored {
+			if res.Stored && res.Outboxed {
+				res = storedAndOutboxed()
+			} else if res.Stored {
 				res = storedNotPublished()
 			} else {
 				res = unavailable()
@@ -87,6 +89,15 @@ var headerRequestID = []byte("X-Request-Id")
 func storedNotPublished() Result {
 	return Fail(503, "unavailable", "The change was stored, but announcing it failed: its events (webhooks, journeys) may be "+
 		"missing. Repeating the request is safe; it may answer as if the change had already been made")
+}
+
+// storedAndOutboxed is the answer when a handler's change and its events
+// were committed together (a transactional outbox) but publishing failed:
+// the relay publishes the events later, under the same ids.
+func storedAndOutboxed() Result {
+	return Fail(503, "unavailable", "The change was stored, but announcing it failed for now: its events (webhooks, journeys) "+
+		"will still be delivered, once, within a minute. Repeating the request is safe; it may answer as if the change had "+
+		"already been made")
 }
 
 // asJSON reports whether encodeBody(res) is what encoding/json writes.

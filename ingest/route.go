@@ -82,6 +82,11 @@ type Result struct {
 	// change was kept and only its announcement failed, never that
 	// nothing was done.
 	Stored bool
+	// Outboxed says every envelope of Publish was also written to a
+	// transactional outbox with the change (contacts): if publishing
+	// fails, the 503 says the events will still be delivered (by the
+	// relay, under the same ids) rather than that they may be missing.
+	Outboxed bool
 	// Published, when set, is called once every envelope of Publish was
 	// acknowledged by the broker, before the answer is written (contacts
 	// delete their outbox rows with it). Not called when publishing failed.

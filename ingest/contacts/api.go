@@ -249,6 +249,7 @@ func (a *api) upsert(c *ingest.Call) ingest.Result {
 		Raw:       encodeUpsert(r),
 		Publish:   pub,
 		Stored:    len(pub) > 0,
+		Outboxed:  r.Outbox != 0, // created and updated are all an upsert announces
 		Produced:  schemas.Produced{ContactIDs: []string{r.Contact.ID}},
 		Published: a.published(r.Outbox),
 	}
