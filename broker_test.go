@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The broker runs in a child process (this test binary re-executed), so
@@ -84,40 +85,27 @@ func TestBrokerPersistsAcrossSIGKILL(t *testing.T) {
 	cmd, addr := startHelperBroker(t, dir)
 
 	const topic, group, total, committed = "persist.v1", "persist-group", 200, 120
-	w := &kafka.Writer{
-		Addr:                   kafka.TCP(addr),
-		Topic:                  topic,
-		RequiredAcks:           kafka.RequireAll,
-		AllowAutoTopicCreation: true,
-		Balancer:               &kafka.Hash{},
-		BatchSize:              50,
-		BatchTimeout:           5 * time.Millisecond,
-	}
-	msgs := make([]kafka.Message, total)
+	type kv struct{ key, value string }
+	msgs := make([]kv, total)
+	recs := make([]*kgo.Record, total)
 	for i := range msgs {
-		msgs[i] = kafka.Message{Key: []byte(fmt.Sprintf("k%03d", i)), Value: []byte(fmt.Sprintf("v%03d", i))}
+		msgs[i] = kv{fmt.Sprintf("k%03d", i), fmt.Sprintf("v%03d", i)}
+		recs[i] = &kgo.Record{Key: []byte(msgs[i].key), Value: []byte(msgs[i].value)}
 	}
-	for attempt := 0; ; attempt++ { // the first write may race the topic's creation
-		err := w.WriteMessages(ctx, msgs...)
-		if err == nil {
-			break
-		}
-		if attempt == 20 {
-			t.Fatalf("produce: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	w, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := w.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	md, err := kadm.NewClient(w).Metadata(ctx, topic)
 	w.Close()
-
-	conn, err := kafka.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts, err := conn.ReadPartitions(topic)
-	conn.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	parts := md.Topics[topic].Partitions.Numbers()
 	if len(parts) != 4 {
 		t.Errorf("auto-created topic has %d partitions, want 4", len(parts))
 	}
@@ -137,27 +125,23 @@ func TestBrokerPersistsAcrossSIGKILL(t *testing.T) {
 
 	// Every acknowledged message is still there.
 	all := map[string]string{}
-	for _, p := range parts {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: topic, Partition: p.ID, MaxWait: 100 * time.Millisecond})
-		last, err := lastOffset(ctx, addr, topic, p.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := int64(0); i < last; i++ {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				t.Fatalf("read partition %d after restart: %v", p.ID, err)
-			}
-			all[string(m.Key)] = string(m.Value)
-		}
-		r.Close()
+	r, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
 	}
+	rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+	for len(all) < total && rctx.Err() == nil {
+		r.PollFetches(rctx).EachRecord(func(m *kgo.Record) { all[string(m.Key)] = string(m.Value) })
+	}
+	rcancel()
+	r.Close()
 	if len(all) != total {
 		t.Fatalf("after SIGKILL and restart %d messages remain, want %d", len(all), total)
 	}
 	for _, m := range msgs {
-		if all[string(m.Key)] != string(m.Value) {
-			t.Fatalf("message %s = %q after restart, want %q", m.Key, all[string(m.Key)], m.Value)
+		if all[m.key] != m.value {
+			t.Fatalf("message %s = %q after restart, want %q", m.key, all[m.key], m.value)
 		}
 	}
 
@@ -173,51 +157,41 @@ func TestBrokerPersistsAcrossSIGKILL(t *testing.T) {
 	}
 }
 
-func lastOffset(ctx context.Context, addr, topic string, partition int) (int64, error) {
-	c, err := kafka.DialLeader(ctx, "tcp", addr, topic, partition)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	return c.ReadLastOffset()
-}
-
 // consumeGroup fetches n messages as member of group, committing each
 // (synchronously) when commit is set, then checks nothing more arrives
 // within a second when commit is unset.
 func consumeGroup(ctx context.Context, t *testing.T, addr, topic, group string, n int, commit bool) map[string]bool {
 	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:           []string{addr},
-		Topic:             topic,
-		GroupID:           group,
-		StartOffset:       kafka.FirstOffset,
-		MaxWait:           100 * time.Millisecond,
-		HeartbeatInterval: 500 * time.Millisecond,
-		SessionTimeout:    6 * time.Second,
-		RebalanceTimeout:  5 * time.Second,
-	})
+	r, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group),
+		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond), kgo.HeartbeatInterval(500*time.Millisecond),
+		kgo.SessionTimeout(6*time.Second), kgo.RebalanceTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer r.Close()
 	seen := map[string]bool{}
 	for len(seen) < n {
-		m, err := r.FetchMessage(ctx)
-		if err != nil {
+		fs := r.PollRecords(ctx, 1)
+		if err := ctx.Err(); err != nil {
 			t.Fatalf("fetch (%d of %d): %v", len(seen), n, err)
 		}
-		seen[string(m.Key)] = true
-		if commit {
-			if err := r.CommitMessages(ctx, m); err != nil {
-				t.Fatalf("commit: %v", err)
+		for _, m := range fs.Records() {
+			seen[string(m.Key)] = true
+			if commit {
+				if err := r.CommitRecords(ctx, m); err != nil {
+					t.Fatalf("commit: %v", err)
+				}
 			}
 		}
 	}
 	if !commit {
 		c2, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		if m, err := r.FetchMessage(c2); err == nil {
-			t.Errorf("unexpected extra message %s after the committed range", m.Key)
-		} else if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("fetch: %v", err)
+		for c2.Err() == nil {
+			for _, m := range r.PollRecords(c2, 1).Records() {
+				t.Errorf("unexpected extra message %s after the committed range", m.Key)
+			}
 		}
 	}
 	return seen
