@@ -62,7 +62,9 @@ type keyedState struct {
 	running   int      // workers handling an envelope
 	inFlight  int      // records fetched and not finished (queued or running)
 	handled   int      // envelopes finished since the last commit
+	bytes     int      // their record bytes
 	moved     bool     // a commit position moved since the last commit
+	flushErr  bool     // the last Flush failed: nothing more is committed
 }
 
 // consumeKeyed is consume for a stage with Concurrency > 1. It runs one
@@ -169,6 +171,7 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 				due.Reset(s.cfg.FlushInterval)
 			}
 			st.handled++
+			st.bytes += len(r.it.f.m.Value)
 			if len(q.items) > 0 {
 				st.ready = append(st.ready, r.it.key)
 			} else {
@@ -183,7 +186,7 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 				if err := s.commitKeyed(workCtx, cl, st); err != nil {
 					failure, stopping = err, true
 				}
-			} else if s.flusher != nil && st.handled >= s.cfg.BatchSize {
+			} else if s.flusher != nil && (st.handled >= s.cfg.BatchSize || st.bytes >= s.cfg.BatchBytes) {
 				if err := s.commitKeyed(workCtx, cl, st); err != nil {
 					failure, stopping = err, true
 				}
@@ -196,6 +199,9 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 	}
 	// Everything running has returned: commit what finished, within the
 	// drain bound when draining (a short grace when it is used up).
+	if st.flushErr {
+		return failure // as in the batch loop: nothing committed after a failed Flush
+	}
 	finalCtx := workCtx
 	if workCtx.Err() != nil {
 		var cancel context.CancelFunc
@@ -257,6 +263,9 @@ func (s *stageRunner) publishOutputs(ctx context.Context, outs []output) error {
 // returns the error with nothing committed. A failed commit is only
 // logged: everything behind it is durable and will be handled again.
 func (s *stageRunner) commitKeyed(ctx context.Context, cl *kgo.Client, st *keyedState) error {
+	if st.flushErr {
+		return nil // the loop is stopping; what the Flush missed is read again
+	}
 	offsets := map[int32]kgo.EpochOffset{}
 	for p, acks := range st.parts {
 		if next, epoch, ok := acks.committable(); ok && next > st.committed[p] {
@@ -265,10 +274,11 @@ func (s *stageRunner) commitKeyed(ctx context.Context, cl *kgo.Client, st *keyed
 	}
 	if s.flusher != nil && st.handled > 0 {
 		if err := s.flush(ctx); err != nil {
+			st.flushErr = true
 			return fmt.Errorf("flush: %w", err)
 		}
 	}
-	st.handled, st.moved = 0, false
+	st.handled, st.bytes, st.moved = 0, 0, false
 	if len(offsets) == 0 {
 		return nil
 	}

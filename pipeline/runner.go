@@ -58,6 +58,11 @@ type RunConfig struct {
 	// thus flushes about once per FlushInterval: ClickHouse sinks insert
 	// tens of thousands of rows at once (at 30k request-log rows/s, 10k-row
 	// inserts cost ClickHouse twice the CPU of one insert per second).
+	//
+	// A stage with Concurrency > 1 publishes each envelope's outputs as it
+	// is handled; if it is a Flusher it is flushed and committed on the
+	// same three bounds, otherwise it commits when idle or once per
+	// FlushInterval.
 	BatchSize     int           // default 100000
 	BatchBytes    int           // default 32 MiB of envelope bytes
 	FlushInterval time.Duration // default 1s
