@@ -224,6 +224,9 @@ func (s *Store) Published(ids ...int64) {
 // dropped and their rows left to the relay.
 const deleterQueue = 1 << 16
 
+// deleteWindow is how long the deleter collects ids before one DELETE.
+const deleteWindow = 20 * time.Millisecond
+
 // outboxDeleter deletes the outbox rows of published events, many per
 // statement, off the request path.
 type outboxDeleter struct {
@@ -261,15 +264,21 @@ func (d *outboxDeleter) loop(ctx context.Context) {
 			d.drain()
 			return
 		}
+		// Wait a little for more: one DELETE for many requests costs
+		// Postgres less than one per statement batch.
+		window := time.NewTimer(deleteWindow)
+	collect:
 		for len(batch) < cap(batch) {
 			select {
 			case id := <-d.ids:
 				batch = append(batch, id)
-				continue
-			default:
+			case <-window.C:
+				break collect
+			case <-ctx.Done():
+				break collect
 			}
-			break
 		}
+		window.Stop()
 		d.delete(context.Background(), batch)
 	}
 }
