@@ -88,7 +88,9 @@ func BenchmarkPublish64(b *testing.B) {
 }
 
 // BenchmarkWriter64 is the baseline: kafka-go's Writer, BatchSize 16,
-// synchronous WriteMessages of one message by 64 callers.
+// synchronous WriteMessages of one message by 64 callers. A frozen
+// baseline (PERFORMANCE.md's figure): with BenchmarkReaderBaseline it is
+// all that keeps kafka-go in go.mod.
 func BenchmarkWriter64(b *testing.B) {
 	brokers := newCluster(b, "bench")
 	ctx := context.Background()
@@ -117,40 +119,36 @@ func BenchmarkWriter64(b *testing.B) {
 // Publish on its own goroutine, timed from its intended start) for b.N
 // envelopes and reports the ack latency's median and 99th percentile.
 func BenchmarkPublishAtRate(b *testing.B) {
-	{
-		{
-			const topic = "t.rate"
-			brokers := newCluster(b, topic)
-			ctx := context.Background()
-			p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, Metrics: NewRegistry()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
-			if err := p.Publish(ctx, topic, benchEnv(0)); err != nil { // metadata, connections
-				b.Fatal(err)
-			}
-			lat := make([]time.Duration, b.N)
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				due := start.Add(time.Duration(i) * 500 * time.Microsecond)
-				time.Sleep(time.Until(due))
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					if err := p.Publish(ctx, topic, benchEnv(i)); err != nil {
-						b.Error(err)
-					}
-					lat[i] = time.Since(due)
-				}(i)
-			}
-			wg.Wait()
-			b.StopTimer()
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-		}
+	const topic = "t.rate"
+	brokers := newCluster(b, topic)
+	ctx := context.Background()
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, Metrics: NewRegistry()})
+	if err != nil {
+		b.Fatal(err)
 	}
+	defer p.Close()
+	if err := p.Publish(ctx, topic, benchEnv(0)); err != nil { // metadata, connections
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, b.N)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		due := start.Add(time.Duration(i) * 500 * time.Microsecond)
+		time.Sleep(time.Until(due))
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if err := p.Publish(ctx, topic, benchEnv(i)); err != nil {
+				b.Error(err)
+			}
+			lat[i] = time.Since(due)
+		}(i)
+	}
+	wg.Wait()
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
