@@ -311,3 +311,69 @@ func TestKeyedDrainCommitsWhatFinished(t *testing.T) {
 		}
 	}
 }
+
+// failingPublisher fails its first fail calls, then records.
+type failingPublisher struct {
+	recPublisher
+	mu    sync.Mutex
+	calls int
+	fail  int
+}
+
+func (p *failingPublisher) Publish(ctx context.Context, topic string, envs ...schemas.Envelope) error {
+	p.mu.Lock()
+	p.calls++
+	failing := p.calls <= p.fail
+	p.mu.Unlock()
+	if failing {
+		return errors.New("broker unreachable")
+	}
+	return p.recPublisher.Publish(ctx, topic, envs...)
+}
+
+// TestKeyedOutputPublishFailureRereads: when an envelope's outputs cannot
+// be published (retries used up) it is not finished: the loop stops,
+// commits what finished, reopens, and the envelope is handled again until
+// its outputs are out; in the end every output is published and
+// everything committed.
+func TestKeyedOutputPublishFailureRereads(t *testing.T) {
+	prefix := "kpub."
+	brokers := keyedCluster(t, prefix, "in", "out", schemas.TopicDeadLetter)
+	cl := kgoClient(t, brokers)
+	var envs []schemas.Envelope
+	for i := range 400 {
+		envs = append(envs, keyedEnv("p"+strconv.Itoa(i%40), i))
+	}
+	at := produceEnvs(t, cl, prefix+"in", envs)
+	end := map[int32]int64{}
+	for _, p := range at {
+		end[p.partition] = max(end[p.partition], p.offset+1)
+	}
+	st := &countKeyed{}
+	pub := &failingPublisher{fail: 20} // 3 tries each (MaxRetries 2), 4 at once: some envelopes give up
+	reg := pipeline.Registered{Name: "kpub", Consumes: "in", Produces: []string{"out"}, Concurrency: 4,
+		Build: func(context.Context, pipeline.Resources) (pipeline.Stage, error) { return st, nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, keyedRunConfig(brokers, prefix, pub, reg)) }()
+	defer func() { cancel(); <-done }()
+	if !poll(30*time.Second, func() bool {
+		got := committedOffsets(t, cl, pipeline.GroupID("kpub"), prefix+"in")
+		for p, e := range end {
+			if got[p] != e {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("committed %v, want %v", committedOffsets(t, cl, pipeline.GroupID("kpub"), prefix+"in"), end)
+	}
+	for _, env := range envs {
+		if !pub.has("out", schemas.ChildID(env.ID, "bench.copied.v1", 0)) {
+			t.Fatalf("output of %s was never published", env.ID)
+		}
+	}
+	if n := st.n.Load(); n <= int64(len(envs)) {
+		t.Fatalf("%d Handle calls for %d envelopes: the ones whose publish failed were not handled again", n, len(envs))
+	}
+}
