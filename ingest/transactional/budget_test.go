@@ -107,7 +107,7 @@ func TestRenderBudgetKeepsDeliveryFair(t *testing.T) {
 		defer wg.Done()
 		badSt, badAns = e.send(badKey, map[string]any{"to": uniq("bad"), "subject": "bad", "htmlContent": nestedLoop})
 		lateSt, lateAns = e.send(badKey, map[string]any{"to": lateTo, "subject": "late",
-			"htmlContent": `{% for a in (1..50) %}{% for b in (1..50) %}y{% endfor %}{% endfor %}`})
+			"htmlContent": `{% for a in (1..50) limit: 50 %}{% for b in (1..50) limit: 50 %}y{% endfor %}{% endfor %}`})
 	}()
 	start := time.Now()
 	addrs := make([]string, 100)
