@@ -57,20 +57,7 @@ func hex4(b []byte, i int) (rune, bool) {
 	if i < 0 || i+4 > len(b) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	return schemas.Hex4(b[i : i+4])
 }
 
 func isHighSurrogate(r rune) bool { return r >= 0xD800 && r < 0xDC00 }

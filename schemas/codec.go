@@ -602,8 +602,16 @@ func escapedUnit(s []byte, j int) (rune, bool) {
 	if j+5 >= len(s) || s[j] != '\\' || s[j+1] != 'u' {
 		return 0, false
 	}
-	var r rune
-	for _, c := range s[j+2 : j+6] {
+	return Hex4(s[j+2 : j+6])
+}
+
+// Hex4 decodes the four hex digits of a JSON \u escape (b must hold
+// exactly them); ok is false when b is not four hex digits.
+func Hex4(b []byte) (r rune, ok bool) {
+	if len(b) != 4 {
+		return 0, false
+	}
+	for _, c := range b {
 		switch {
 		case c >= '0' && c <= '9':
 			r = r<<4 | rune(c-'0')

@@ -128,18 +128,9 @@ func (l *lexer) escaped(s int) (string, bool) {
 			if i+5 >= len(d) {
 				return "", false
 			}
-			var r rune
-			for _, h := range d[i+2 : i+6] {
-				switch {
-				case h >= '0' && h <= '9':
-					r = r<<4 | rune(h-'0')
-				case h >= 'a' && h <= 'f':
-					r = r<<4 | rune(h-'a'+10)
-				case h >= 'A' && h <= 'F':
-					r = r<<4 | rune(h-'A'+10)
-				default:
-					return "", false
-				}
+			r, ok := schemas.Hex4(d[i+2 : i+6])
+			if !ok {
+				return "", false
 			}
 			if r >= 0xD800 && r < 0xE000 { // surrogates: encoding/json's rules
 				return "", false
