@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"
@@ -13,8 +15,9 @@ import (
 )
 
 // featureRoutes lists the routes of every feature package beyond the core
-// ones the ingest server always has.
-func featureRoutes(cfg Config, res pipeline.Resources) []ingest.Route {
+// ones the ingest server always has. Background work a feature starts with
+// the HTTP edge (the contacts outbox relay) stops when ctx ends.
+func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []ingest.Route {
 	var routes []ingest.Route
 	// Contacts, lists, the hosted sign-up form and double opt-in. serve
 	// always sets cfg.Secret (SENDSTREAM_SECRET or a generated local one).
@@ -31,7 +34,7 @@ func featureRoutes(cfg Config, res pipeline.Resources) []ingest.Route {
 	if res.Publisher != nil {
 		// The outbox relay runs with the HTTP edge: it publishes the
 		// contact events a crashed, failed or timed-out request left behind.
-		contactStore.StartRelay(res.Publisher, contacts.RelayConfig{Grace: outbox.Grace, Logger: res.Logger})
+		contactStore.StartRelay(ctx, res.Publisher, contacts.RelayConfig{Grace: outbox.Grace, Logger: res.Logger})
 	}
 	routes = append(routes, contacts.Routes(contacts.Deps{
 		Store: contactStore, Signer: signer, SiteURL: cfg.SiteURL, Logger: res.Logger,

@@ -163,7 +163,7 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 
 	var srv *ingest.Server
 	if r.http {
-		if srv, err = newHTTP(cfg, res, ch); err != nil {
+		if srv, err = newHTTP(runCtx, cfg, res, ch); err != nil {
 			return err
 		}
 		ln, err := net.Listen("tcp", cfg.Listen)
@@ -257,7 +257,7 @@ const exitShutdownBound = 3
 func drainTimeout(bound time.Duration) time.Duration { return bound * 4 / 5 }
 
 // newHTTP builds the HTTP edge with every feature's routes.
-func newHTTP(cfg Config, res pipeline.Resources, ch driver.Conn) (*ingest.Server, error) {
+func newHTTP(ctx context.Context, cfg Config, res pipeline.Resources, ch driver.Conn) (*ingest.Server, error) {
 	srv, err := ingest.New(ingest.Config{SiteURL: cfg.SiteURL, KeyCacheTTL: cfg.KeyCacheTTL, MetricsToken: cfg.MetricsToken}, ingest.Deps{
 		PG: res.Postgres, Publisher: res.Publisher, Logger: res.Logger,
 		Ready: func(ctx context.Context) error { return ready(ctx, cfg, res.Postgres, ch) },
@@ -265,7 +265,7 @@ func newHTTP(cfg Config, res pipeline.Resources, ch driver.Conn) (*ingest.Server
 	if err != nil {
 		return nil, err
 	}
-	srv.Add(featureRoutes(cfg, res)...)
+	srv.Add(featureRoutes(ctx, cfg, res)...)
 	return srv, nil
 }
 

@@ -73,13 +73,17 @@ const relayRoundTimeout = 30 * time.Second
 // transaction, so relays of several processes never publish one row twice;
 // a relay dying after publishing but before its commit leaves the row to be
 // published again under the same envelope id (stages dedup by env.ID).
-// Close stops it. Call it at most once, from the process serving HTTP.
-func (s *Store) StartRelay(pub Publisher, cfg RelayConfig) {
+// It stops when ctx ends (the process begins to shut down) or Close is
+// called. Call it at most once, from the process serving HTTP.
+func (s *Store) StartRelay(ctx context.Context, pub Publisher, cfg RelayConfig) {
 	cfg = cfg.withDefaults()
-	ctx := s.batch.ctx
+	ctx, stop := context.WithCancel(ctx)
+	stopWithStore := context.AfterFunc(s.batch.ctx, stop)
 	s.relay.Add(1)
 	go func() {
 		defer s.relay.Done()
+		defer stopWithStore()
+		defer stop()
 		for {
 			n, err := s.RelayOnce(ctx, pub, cfg.Grace, cfg.Batch)
 			if err != nil && ctx.Err() == nil {
