@@ -39,24 +39,11 @@ func (b *batch) reset() {
 // failure that needs the reader reopened (returns the error, with nothing
 // after the last successful batch committed).
 func (s *stageRunner) consume(ctx context.Context) error {
-	cl, err := s.newClient()
+	cl, workCtx, ch, closeReader, err := s.openReader(ctx)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-
-	// Work in hand survives ctx's cancellation for DrainTimeout.
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-	stopDrainTimer := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.DrainTimeout, cancelWork) })
-	defer stopDrainTimer()
-
-	// A fetcher goroutine lets the loop see whether a message is waiting
-	// without blocking, and wait for one or a flush deadline. It also
-	// decodes, in parallel with Handle.
-	fetchCtx, stopFetch := context.WithCancel(ctx)
-	ch, fetcherDone := s.startFetcher(fetchCtx, cl)
-	defer func() { stopFetch(); <-fetcherDone }()
+	defer closeReader()
 
 	// The batch's deadline is one timer armed by its first envelope, not a
 	// clock read and a reset per envelope.

@@ -80,6 +80,32 @@ type fetched struct {
 	err       error
 }
 
+// openReader opens one reader of the stage: a client, the context its
+// work in hand runs under (it survives ctx's cancellation for DrainTimeout,
+// so a drain can finish what was started), and the channel a fetcher
+// goroutine feeds (so a loop can see whether a message is waiting without
+// blocking, and wait for one or a deadline; the fetcher also decodes, in
+// parallel with Handle). closeReader stops the fetcher, then the work
+// context, then the client.
+func (s *stageRunner) openReader(ctx context.Context) (cl *kgo.Client, workCtx context.Context, ch <-chan fetched, closeReader func(), err error) {
+	cl, err = s.newClient()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	stopDrainTimer := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.DrainTimeout, cancelWork) })
+	fetchCtx, stopFetch := context.WithCancel(ctx)
+	ch, fetcherDone := s.startFetcher(fetchCtx, cl)
+	closeReader = func() {
+		stopFetch()
+		<-fetcherDone
+		stopDrainTimer()
+		cancelWork()
+		cl.Close()
+	}
+	return cl, workCtx, ch, closeReader, nil
+}
+
 // startFetcher starts the goroutine that polls cl until ctx ends and sends
 // each record, decoded, to the returned channel in fetch order; a fetch
 // error that needs the client reopened is sent last. The second channel is

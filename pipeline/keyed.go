@@ -74,20 +74,11 @@ type keyedState struct {
 // waits for the running ones; envelopes not finished stay uncommitted and
 // are read again.
 func (s *stageRunner) consumeKeyed(ctx context.Context) error {
-	cl, err := s.newClient()
+	cl, workCtx, ch, closeReader, err := s.openReader(ctx)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-	stopDrainTimer := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.DrainTimeout, cancelWork) })
-	defer stopDrainTimer()
-
-	fetchCtx, stopFetch := context.WithCancel(ctx)
-	ch, fetcherDone := s.startFetcher(fetchCtx, cl)
-	defer func() { stopFetch(); <-fetcherDone }()
+	defer closeReader()
 
 	limit := s.reg.Concurrency
 	maxInFlight := s.reg.MaxInFlight
@@ -139,9 +130,8 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 			done = nil
 		}
 		select {
-		case <-done:
+		case <-done: // the fetcher's context ends with ctx
 			stopping = true
-			stopFetch()
 		case f := <-in:
 			if f.err != nil {
 				failure = fmt.Errorf("fetch %s: %w", s.topic, f.err)
