@@ -9,11 +9,18 @@ import (
 )
 
 // mergeRace is the message of a ClickHouse 18.16 read that met a part a
-// background merge was replacing; the same read a moment later succeeds.
-// Seen in tests that count rows right after an insert.
+// background merge was replacing; the same read later succeeds. One such
+// part stayed unreadable for about 8 s in a CI run, so reads retry for up
+// to mergeRaceTries × mergeRacePause.
 const mergeRace = "Could not find a column of minimum size"
 
-// retryConn is a test connection whose reads retry mergeRace a few times.
+const (
+	mergeRaceTries = 40
+	mergeRacePause = 500 * time.Millisecond
+)
+
+// retryConn is a test connection whose reads retry mergeRace (for up to
+// 20 s).
 // Everything else passes through.
 type retryConn struct{ driver.Conn }
 
@@ -26,10 +33,10 @@ func (c retryConn) QueryRow(ctx context.Context, query string, args ...any) driv
 func (c retryConn) Query(ctx context.Context, query string, args ...any) (driver.Rows, error) {
 	for try := 0; ; try++ {
 		rows, err := c.Conn.Query(ctx, query, args...)
-		if err == nil || try == 4 || !strings.Contains(err.Error(), mergeRace) {
+		if err == nil || try == mergeRaceTries || !strings.Contains(err.Error(), mergeRace) {
 			return rows, err
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(mergeRacePause)
 	}
 }
 
@@ -45,10 +52,10 @@ func (r *retryRow) run(scan func(driver.Row) error) error {
 	for try := 0; ; try++ {
 		r.row = r.conn.QueryRow(r.ctx, r.query, r.args...)
 		err := scan(r.row)
-		if err == nil || try == 4 || !strings.Contains(err.Error(), mergeRace) {
+		if err == nil || try == mergeRaceTries || !strings.Contains(err.Error(), mergeRace) {
 			return err
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(mergeRacePause)
 	}
 }
 
