@@ -55,6 +55,15 @@ type Config struct {
 	// Authorization: Bearer <token>.
 	MetricsListen string
 	MetricsToken  string
+	// OutboxGrace (SENDSTREAM_OUTBOX_GRACE, default 30s, at least 1s) is
+	// how old a contacts outbox row must be before the relay publishes it:
+	// longer than a request may take to publish its own events.
+	OutboxGrace time.Duration
+	// FaultExitAfterCommit (SENDSTREAM_FAULT_EXIT_AFTER_COMMIT, default 0:
+	// off) is a hook of the kill -9 tests only: the process exits right
+	// after its N-th committed contacts or list membership write, before
+	// publishing.
+	FaultExitAfterCommit int64
 }
 
 // loadConfig reads the environment, filling connection settings the
@@ -110,6 +119,12 @@ func loadConfig() (Config, error) {
 	}
 	if c.ShutdownTimeout, err = time.ParseDuration(env("SENDSTREAM_SHUTDOWN_TIMEOUT", "25s")); err != nil || c.ShutdownTimeout < time.Second {
 		return c, fmt.Errorf("SENDSTREAM_SHUTDOWN_TIMEOUT %q: want a duration of at least 1s", os.Getenv("SENDSTREAM_SHUTDOWN_TIMEOUT"))
+	}
+	if c.OutboxGrace, err = time.ParseDuration(env("SENDSTREAM_OUTBOX_GRACE", "30s")); err != nil || c.OutboxGrace < time.Second {
+		return c, fmt.Errorf("SENDSTREAM_OUTBOX_GRACE %q: want a duration of at least 1s", os.Getenv("SENDSTREAM_OUTBOX_GRACE"))
+	}
+	if c.FaultExitAfterCommit, err = strconv.ParseInt(env("SENDSTREAM_FAULT_EXIT_AFTER_COMMIT", "0"), 10, 64); err != nil || c.FaultExitAfterCommit < 0 {
+		return c, fmt.Errorf("SENDSTREAM_FAULT_EXIT_AFTER_COMMIT %q: want a whole number", os.Getenv("SENDSTREAM_FAULT_EXIT_AFTER_COMMIT"))
 	}
 	if ttl == 0 {
 		c.KeyCacheTTL = -1 // ingest.Config reads 0 as "default"

@@ -26,15 +26,11 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 		panic(err)
 	}
 	contactStore := contacts.NewStore(res.Postgres)
-	outbox, err := loadOutboxSettings()
-	if err != nil {
-		panic(err)
-	}
-	contactStore.SetFaultExitAfterCommit(outbox.FaultExitAfterCommit)
+	contactStore.SetFaultExitAfterCommit(cfg.FaultExitAfterCommit)
 	if res.Publisher != nil {
 		// The outbox relay runs with the HTTP edge: it publishes the
 		// contact events a crashed, failed or timed-out request left behind.
-		contactStore.StartRelay(ctx, res.Publisher, contacts.RelayConfig{Grace: outbox.Grace, Logger: res.Logger})
+		contactStore.StartRelay(ctx, res.Publisher, contacts.RelayConfig{Grace: cfg.OutboxGrace, Logger: res.Logger})
 	}
 	routes = append(routes, contacts.Routes(contacts.Deps{
 		Store: contactStore, Signer: signer, SiteURL: cfg.SiteURL, Logger: res.Logger,
