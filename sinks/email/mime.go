@@ -227,15 +227,47 @@ func sanitizeHeader(s string) string {
 	return strings.NewReplacer("\r", "", "\n", " ").Replace(s)
 }
 
-// encodeText returns s as is when it is printable ASCII, else as RFC 2047
-// encoded words.
+// encodeText returns s as is when it is printable ASCII whose words
+// (runs without a space) fit a folded header line, else as RFC 2047 encoded
+// words, which writeHeader folds between: a subject has no length limit,
+// and a header line may not exceed 998 octets (RFC 5322 2.1.1).
 func encodeText(s string) string {
+	word := 0
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] > 0x7e {
 			return mime.QEncoding.Encode("utf-8", s)
 		}
+		if word++; s[i] == ' ' {
+			word = 0
+		} else if word > maxWord {
+			return encodeWords(s)
+		}
 	}
 	return s
+}
+
+// maxWord is the longest run without a space that encodeText leaves as is.
+const maxWord = 75
+
+// encodeWords returns s as B-encoded words of at most 45 bytes of s each
+// (72 characters), split between UTF-8 sequences and separated by spaces.
+// Mail readers join adjacent encoded words without the spaces between them.
+func encodeWords(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		n := min(len(s), 45)
+		for n < len(s) && n > 1 && s[n]&0xc0 == 0x80 {
+			n--
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("=?utf-8?b?")
+		b.WriteString(base64.StdEncoding.EncodeToString([]byte(s[:n])))
+		b.WriteString("?=")
+		s = s[n:]
+	}
+	return b.String()
 }
 
 // formatAddress writes a mailbox with its display name quoted or encoded.
