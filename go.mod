@@ -3,6 +3,7 @@ module sendstream
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/ClickHouse/clickhouse-go/v2 v2.50.0
 	github.com/buger/jsonparser v1.1.1
 	github.com/emersion/go-msgauth v0.7.0
@@ -14,6 +15,7 @@ require (
 	github.com/pb33f/libopenapi-validator v0.6.4
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/sony/gobreaker v1.0.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c

@@ -20,7 +20,8 @@ import (
 var openapiFS embed.FS
 
 // OpenAPI assembles the document served at GET {base_url}/v1/openapi.json:
-// base.json with every fragment merged in file-name order, and the server
+// base.json with every fragment merged in file-name order, the `webhooks`
+// section built from the webhook event catalogue (WebhookEvents), and the server
 // URL set to siteURL + "/api". Paths are relative to that server
 // ("/v1/me"). It fails when two fragments define the same operation, or the
 // same component name with different content.
@@ -86,6 +87,9 @@ func OpenAPI(siteURL string) ([]byte, error) {
 			old, _ := doc["tags"].([]any)
 			doc["tags"] = append(old, tags...)
 		}
+	}
+	if doc["webhooks"], err = webhooksSection(); err != nil {
+		return nil, fmt.Errorf("openapi webhooks: %w", err)
 	}
 	doc["servers"] = []any{map[string]any{
 		"url":         strings.TrimRight(siteURL, "/") + "/api",
