@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"sendstream/deploy/broker"
 )
 
 // command is one subcommand: it runs until ctx is cancelled (by SIGINT or
@@ -27,7 +29,7 @@ var commands = map[string]command{
 	"ingest":   {"run the HTTP edge only", runIngest},
 	"worker":   {"run pipeline stages only (--stages a,b)", runWorker},
 	"migrate":  {"apply the Postgres and ClickHouse migrations, then exit", runMigrate},
-	"broker":   {"run the embedded Kafka-protocol broker (kfake) on a data dir", func(_ context.Context, args []string, _, _ io.Writer) error { return runBroker(args) }},
+	"broker":   {"run the embedded Kafka-protocol broker (kfake) on a data dir", func(_ context.Context, args []string, _, _ io.Writer) error { return broker.Run(args) }},
 	"admin":    {"operator commands; output is one JSON object (see README)", runAdmin},
 	"mailsink": {"run a local SMTP sink with a web inbox (development)", runMailsink},
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"sendstream/deploy/broker"
+	"sendstream/deploy/profiling"
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
 	"sendstream/pipeline"
@@ -126,12 +128,12 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 	}
 
 	if cfg.DebugAddr != "" {
-		go serveDebug(cfg.DebugAddr, log)
+		go profiling.Serve(cfg.DebugAddr, log)
 	}
 	debug.SetGCPercent(cfg.GCPercent)
 	debug.SetMemoryLimit(cfg.MemoryLimit)
 	if len(cfg.KafkaBrokers) == 0 {
-		addr, stop, err := ensureBroker(ctx, cfg.DataDir)
+		addr, stop, err := broker.Ensure(ctx, cfg.DataDir)
 		if err != nil {
 			return fmt.Errorf("start local broker: %w", err)
 		}

@@ -357,7 +357,7 @@ ch_down() { stop_pidfile "$DATA/ch/server.pid" 30; }
 
 # broker_binary: prints the path of a binary that has the `broker` command:
 # bin/sendstream (built when missing) or, while the root package does not
-# compile (work in progress), a broker-only build of broker.go alone.
+# compile (work in progress), a broker-only build of deploy/broker alone.
 broker_binary() {
 	if [[ -x $ROOT/bin/sendstream ]]; then
 		echo "$ROOT/bin/sendstream"
@@ -367,7 +367,7 @@ broker_binary() {
 		echo "$ROOT/bin/sendstream"
 		return
 	fi
-	log "go build . failed (see $DATA/build.log); building the broker from broker.go alone"
+	log "go build . failed (see $DATA/build.log); building the broker from deploy/broker alone"
 	local tmp f
 	tmp=$(mktemp -d)
 	cat >"$tmp/main.go" <<-'EOF'
@@ -376,6 +376,8 @@ broker_binary() {
 		import (
 			"fmt"
 			"os"
+
+			"sendstream/deploy/broker"
 		)
 
 		func main() {
@@ -383,7 +385,7 @@ broker_binary() {
 				fmt.Fprintln(os.Stderr, "broker-only build: usage: broker --data-dir DIR --listen ADDR")
 				os.Exit(2)
 			}
-			if err := runBroker(os.Args[2:]); err != nil {
+			if err := broker.Run(os.Args[2:]); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
@@ -392,7 +394,7 @@ broker_binary() {
 	{
 		printf '{"Replace":{"%s":"%s"' "$ROOT/zz_stack_broker_main.go" "$tmp/main.go"
 		for f in "$ROOT"/*.go; do
-			[[ $f == "$ROOT/broker.go" || $f == *_test.go ]] && continue
+			[[ $f == *_test.go ]] && continue
 			printf ',"%s":""' "$f"
 		done
 		printf '}}\n'

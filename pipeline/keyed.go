@@ -97,6 +97,23 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 	due.Stop()
 	defer due.Stop()
 
+	// limit long-lived workers handle the envelopes, not a goroutine per
+	// envelope: a fresh goroutine would grow its stack anew through every
+	// Handle that goes deep (a template render in the delivery stage).
+	work := make(chan *keyedItem, limit)
+	for range limit {
+		go func() {
+			for it := range work {
+				outs, err := s.process(ctx, workCtx, &it.f, nil)
+				if err == nil {
+					err = s.publishOutputs(workCtx, outs)
+				}
+				results <- keyedResult{it, err}
+			}
+		}()
+	}
+	defer close(work) // the loop returns once no envelope is running
+
 	dispatch := func() {
 		for st.running < limit && len(st.ready) > 0 {
 			key := st.ready[0]
@@ -106,13 +123,7 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 			q.items = q.items[1:]
 			q.busy = true
 			st.running++
-			go func() {
-				outs, err := s.process(ctx, workCtx, &it.f, nil)
-				if err == nil {
-					err = s.publishOutputs(workCtx, outs)
-				}
-				results <- keyedResult{it, err}
-			}()
+			work <- it // never blocks: at most limit are running
 		}
 	}
 

@@ -19,18 +19,23 @@ import (
 // in a stage with Concurrency > 1.
 
 // retryStage fails by key: "flaky" twice retryably, "breaker" four times
-// with ErrBreakerOpen (more than MaxRetries), "perm" permanently, "panic"
-// by panicking; every other key succeeds.
+// with ErrBreakerOpen (more than MaxRetries), "down" ten times marked
+// Unavailable, "perm" permanently, "panic" by panicking; every other key
+// succeeds.
 type retryStage struct {
-	mu    sync.Mutex
-	calls map[string]int
-	done  map[string]bool
+	mu      sync.Mutex
+	calls   map[string]int
+	done    map[string]bool
+	attempt map[string]int // env.Attempt of the last call
 }
 
 func (s *retryStage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
 	s.mu.Lock()
 	s.calls[env.ID]++
 	n := s.calls[env.ID]
+	if s.attempt != nil {
+		s.attempt[env.ID] = env.Attempt
+	}
 	s.mu.Unlock()
 	switch env.Key {
 	case "flaky":
@@ -40,6 +45,10 @@ func (s *retryStage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.
 	case "breaker":
 		if n <= 4 {
 			return nil, fmt.Errorf("send: %w", pipeline.ErrBreakerOpen)
+		}
+	case "down":
+		if n <= 10 {
+			return nil, pipeline.Unavailable(errors.New("relay refused the connection"))
 		}
 	case "perm":
 		return nil, pipeline.Permanent(errors.New("bad input"))
@@ -57,7 +66,7 @@ func TestKeyedRetriesAndDeadLettersPerEnvelope(t *testing.T) {
 	brokers := keyedCluster(t, prefix, "in", schemas.TopicDeadLetter)
 	cl := kgoClient(t, brokers)
 	var envs []schemas.Envelope
-	for _, k := range []string{"flaky", "breaker", "perm", "panic"} {
+	for _, k := range []string{"flaky", "breaker", "down", "perm", "panic"} {
 		envs = append(envs, keyedEnv(k, 0))
 	}
 	for i := range 200 {
@@ -75,7 +84,7 @@ func TestKeyedRetriesAndDeadLettersPerEnvelope(t *testing.T) {
 	jr := junk[0].Record
 	end[jr.Partition] = max(end[jr.Partition], jr.Offset+1)
 
-	st := &retryStage{calls: map[string]int{}, done: map[string]bool{}}
+	st := &retryStage{calls: map[string]int{}, done: map[string]bool{}, attempt: map[string]int{}}
 	pub := &recPublisher{}
 	reg := pipeline.Registered{Name: "kretry", Consumes: "in", Concurrency: 8,
 		Build: func(context.Context, pipeline.Resources) (pipeline.Stage, error) { return st, nil }}
@@ -113,6 +122,13 @@ func TestKeyedRetriesAndDeadLettersPerEnvelope(t *testing.T) {
 			// Open-breaker waits do not use up the two retries.
 			if dl || !st.done[env.ID] || st.calls[env.ID] != 5 {
 				t.Errorf("breaker: dead-lettered %v, done %v after %d calls; want done on the 5th", dl, st.done[env.ID], st.calls[env.ID])
+			}
+		case "down":
+			// Unavailable tries neither use up the retries nor count as
+			// attempts: a long outage dead-letters nothing.
+			if dl || !st.done[env.ID] || st.calls[env.ID] != 11 || st.attempt[env.ID] != 0 {
+				t.Errorf("down: dead-lettered %v, done %v after %d calls, attempt %d; want done on the 11th, attempt 0",
+					dl, st.done[env.ID], st.calls[env.ID], st.attempt[env.ID])
 			}
 		default:
 			if dl || !st.done[env.ID] {

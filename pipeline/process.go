@@ -44,7 +44,7 @@ func (s *stageRunner) process(ctx, workCtx context.Context, f *fetched, dst []ou
 		}
 		return dst, nil
 	}
-	attempts := 0
+	attempts, waits := 0, 0
 	for retries := 0; ; {
 		timed := s.calls.Add(1)%handleSample == 1
 		var start time.Time
@@ -69,7 +69,8 @@ func (s *stageRunner) process(ctx, workCtx context.Context, f *fetched, dst []ou
 			return dst, errAbandoned // drain deadline passed mid-Handle
 		}
 		breakerOpen := errors.Is(err, ErrBreakerOpen) && !IsPermanent(err)
-		if IsPermanent(err) || (!breakerOpen && retries >= s.cfg.MaxRetries) {
+		unavailable := breakerOpen || (IsUnavailable(err) && !IsPermanent(err))
+		if IsPermanent(err) || (!unavailable && retries >= s.cfg.MaxRetries) {
 			if derr := s.deadLetter(workCtx, m, &env, err, attempts); derr != nil {
 				return dst, derr
 			}
@@ -80,6 +81,11 @@ func (s *stageRunner) process(ctx, workCtx context.Context, f *fetched, dst []ou
 			// The sink is known to be down: wait for it without using up
 			// this envelope's retries.
 			wait = s.cfg.BackoffMax
+		} else if unavailable {
+			// A dependency is down (Unavailable): back off as for a
+			// retry, without using up this envelope's retries.
+			wait = backoff(waits, s.cfg.BackoffBase, s.cfg.BackoffMax)
+			waits++
 		} else {
 			wait = backoff(retries, s.cfg.BackoffBase, s.cfg.BackoffMax)
 			retries++

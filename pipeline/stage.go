@@ -207,6 +207,34 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+type unavailableError struct{ err error }
+
+func (e unavailableError) Error() string { return e.err.Error() }
+func (e unavailableError) Unwrap() error { return e.err }
+
+// Unavailable marks an error saying that a dependency is down and the
+// envelope had no effect yet (an SMTP relay that refused the connection, a
+// Postgres that did not answer): nothing about the envelope is wrong, so
+// the runner retries it with backoff (up to RunConfig.BackoffMax between
+// tries) for as long as it takes, never dead-letters it for that, and does
+// not count these tries against MaxRetries or env.Attempt. The envelope
+// holds its key (and its partition's commit position) meanwhile; drain
+// abandons it, to be read again. An error wrapping ErrBreakerOpen is
+// treated the same way, waiting BackoffMax at once. Permanent wins over
+// Unavailable.
+func Unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return unavailableError{err}
+}
+
+// IsUnavailable reports whether err was marked with Unavailable.
+func IsUnavailable(err error) bool {
+	var u unavailableError
+	return errors.As(err, &u)
+}
+
 // BatchFetchBytes is the FetchMinBytes of a stage that writes its rows in
 // batches about once a FlushInterval (the ClickHouse sinks): the broker
 // answers its fetches in large chunks rather than once per produce request

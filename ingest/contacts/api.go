@@ -9,20 +9,18 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"sendstream/ingest"
-	"sendstream/pipeline"
 	"sendstream/schemas"
 )
 
-// Limits on request fields (not shown in the spec; documented in OpenAPI).
+// Limits of request fields. Text fields have no length of their own (the
+// spec shows none); what a request writes into a contact is bounded by
+// MaxContactValues (size.go).
 const (
-	maxTextField   = 255  // firstName, country, language
-	maxSourceField = 100  // source
 	defaultLimit   = 50   // spec 8.3
 	maxLimit       = 100  // spec 8.3
-	maxSearchEmail = 1000 // a longer email query is not an address anyway
+	maxSearchEmail = 1000 // a longer email query is not an address anyway (the email rule allows 254 octets)
 )
 
 // codeValidation is the error code of 400 answers naming failing fields.
@@ -103,9 +101,8 @@ func isNull(raw json.RawMessage) bool {
 	return raw == nil || string(bytes.TrimSpace(raw)) == "null"
 }
 
-// optString reads an optional string field of at most max characters; nil
-// when absent or null.
-func optString(m map[string]json.RawMessage, name string, max int, errs *fieldErrs) *string {
+// optString reads an optional string field; nil when absent or null.
+func optString(m map[string]json.RawMessage, name string, errs *fieldErrs) *string {
 	raw, ok := m[name]
 	if !ok || isNull(raw) {
 		return nil
@@ -113,10 +110,6 @@ func optString(m map[string]json.RawMessage, name string, max int, errs *fieldEr
 	s, ok := schemas.JSONString(raw)
 	if !ok {
 		errs.add(name, "must be a string")
-		return nil
-	}
-	if utf8.RuneCountInString(s) > max {
-		errs.add(name, "must have at most "+strconv.Itoa(max)+" characters")
 		return nil
 	}
 	return &s
@@ -136,28 +129,18 @@ func optObject(m map[string]json.RawMessage, name string, errs *fieldErrs) json.
 	return raw
 }
 
-// maxStoredMetadata bounds metadata as Postgres gives it back (see
-// jsonbSize): every envelope about the contact carries it, and they must
-// fit pipeline.MaxEnvelopeBytes with the rest of the contact. JSON within
-// the body cap reaches it only through numbers that Postgres writes out in
-// full (1e100000 is 100,001 digits).
-const maxStoredMetadata = pipeline.MaxEnvelopeBytes - 1<<20
-
-// checkMetadata refuses, before anything is written, metadata that Postgres
-// cannot store or that would grow past maxStoredMetadata once stored.
-func checkMetadata(meta json.RawMessage, errs *fieldErrs) {
-	size, bad, ok := jsonbSize(meta)
-	switch {
-	case !ok:
+// checkMetadata refuses, before anything is written, metadata holding a
+// number Postgres cannot store.
+func checkMetadata(meta json.RawMessage, errs *fieldErrs) bool {
+	if _, bad, ok := jsonbSize(meta); !ok {
 		if len(bad) > 40 {
 			bad = bad[:37] + "..."
 		}
 		errs.add("metadata", "holds the number "+bad+", which cannot be stored: numbers may have at most "+
 			strconv.Itoa(pgMaxIntDigits)+" digits before the decimal point and "+strconv.Itoa(pgMaxScale)+" after it")
-	case size > maxStoredMetadata:
-		errs.add("metadata", "would take "+strconv.FormatInt(size, 10)+" bytes once stored (numbers written out in full), over the "+
-			strconv.Itoa(maxStoredMetadata)+" a contact can carry")
+		return false
 	}
+	return true
 }
 
 // email reads a required email field, normalized.
@@ -183,15 +166,17 @@ func email(m map[string]json.RawMessage, name string, errs *fieldErrs) string {
 // profile reads the changeable contact fields and the creation-only ones of
 // a body, checking customFields against the workspace's definitions.
 func (a *api) profile(c *ingest.Call, m map[string]json.RawMessage, errs *fieldErrs) (f Fields, source string, meta json.RawMessage, err error) {
-	f.FirstName = optString(m, "firstName", maxTextField, errs)
-	f.Country = optString(m, "country", maxTextField, errs)
-	f.Language = optString(m, "language", maxTextField, errs)
-	if s := optString(m, "source", maxSourceField, errs); s != nil {
-		source = *s
+	f.FirstName = optString(m, "firstName", errs)
+	f.Country = optString(m, "country", errs)
+	f.Language = optString(m, "language", errs)
+	src := optString(m, "source", errs)
+	if src != nil {
+		source = *src
 	}
+	size := Values{FirstName: f.FirstName, Country: f.Country, Language: f.Language, Source: src}
 	meta = optObject(m, "metadata", errs)
-	if meta != nil {
-		checkMetadata(meta, errs)
+	if meta != nil && checkMetadata(meta, errs) {
+		size.Metadata = meta
 	}
 	custom := optObject(m, "customFields", errs)
 	if custom != nil {
@@ -209,6 +194,13 @@ func (a *api) profile(c *ingest.Call, m map[string]json.RawMessage, errs *fieldE
 			errs.add("customFields."+k, "must be a "+typeNoun(typ))
 		}
 		f.CustomFields = patch
+		size.CustomFields = make(map[string]json.RawMessage, len(patch))
+		for k := range patch { // unknown keys are ignored, so not counted
+			size.CustomFields[k] = raw[k]
+		}
+	}
+	if field, msg, ok := CheckSize(size); !ok {
+		errs.add(field, msg)
 	}
 	return f, source, meta, nil
 }
@@ -361,7 +353,7 @@ func (a *api) target(c *ingest.Call, withProfile bool) (Target, *ingest.Result) 
 	hasEmail = hasEmail && !isNull(m["email"])
 	// Any length: an id that names no contact is 404 contact_not_found
 	// (subscribe) or nothing to remove (unsubscribe), never a 400.
-	id := optString(m, "contactId", math.MaxInt, &errs)
+	id := optString(m, "contactId", &errs)
 	switch {
 	case hasEmail && id != nil:
 		errs.add("contactId", "must not be sent together with email")

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"sendstream/schemas"
 )
@@ -20,9 +19,6 @@ const (
 	FieldBoolean = "boolean"
 	FieldDate    = "date"
 )
-
-// maxCustomString bounds a string custom field value (characters).
-const maxCustomString = 10000
 
 var fieldKeyRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
 
@@ -53,8 +49,6 @@ func typeNoun(t string) string {
 	switch t {
 	case FieldDate:
 		return "date (YYYY-MM-DD or RFC 3339 date-time string)"
-	case FieldString:
-		return fmt.Sprintf("string of at most %d characters", maxCustomString)
 	}
 	return t
 }
@@ -71,7 +65,7 @@ func checkFieldValue(typ string, raw json.RawMessage) (any, bool) {
 	switch typ {
 	case FieldString:
 		s, ok := schemas.JSONString(raw)
-		if !ok || utf8.RuneCountInString(s) > maxCustomString {
+		if !ok {
 			return nil, false
 		}
 		return s, true

@@ -103,10 +103,10 @@ func (a *api) formSubmit(c *ingest.Call) ingest.Result {
 			return ingest.Fail(400, codeValidation, "Request body must be a JSON object")
 		}
 		var errs fieldErrs
-		if fn := optString(m, "firstName", maxTextField, &errs); fn != nil {
+		if fn := optString(m, "firstName", &errs); fn != nil {
 			firstName = *fn
 		}
-		if s := optString(m, "email", maxSearchEmail, &errs); s != nil {
+		if s := optString(m, "email", &errs); s != nil {
 			rawEmail = *s
 		}
 		if len(errs.fields) > 0 {
@@ -121,8 +121,10 @@ func (a *api) formSubmit(c *ingest.Call) ingest.Result {
 		rawEmail, firstName, honeypot = v.Get("email"), strings.TrimSpace(v.Get("firstName")), v.Get("website")
 	}
 	e, err := NormalizeEmail(rawEmail)
-	if err == nil && len([]rune(firstName)) > maxTextField {
-		err = errors.New("first name is too long")
+	if err == nil {
+		if field, msg, ok := CheckSize(Values{FirstName: &firstName}); !ok { // cannot fail within the form's body cap
+			err = errors.New(field + " " + msg)
+		}
 	}
 	if err != nil {
 		if jsonBody {

@@ -16,9 +16,12 @@ const (
 )
 
 // jsonbSize returns an upper bound of the length of the text Postgres
-// gives back for raw, valid JSON (the server checked it), stored as jsonb:
-// a space after every ':' and ',', and numbers written out in plain digits
-// (1e400 comes back as 401 characters); strings never grow, duplicate keys
+// gives back for raw, valid JSON (the server checked it), stored as jsonb,
+// and of that text once an envelope carries it: a space after every ':' and
+// ',', numbers written out in plain digits (1e400 comes back as 401
+// characters), and in strings each raw <, > and & counted as the six bytes
+// of its \u escape and U+2028 and U+2029 as six (encoding/json writes them
+// so; an escape that was sent keeps its length or shrinks); duplicate keys
 // only shrink. With ok false, bad is the first number jsonb cannot store
 // (more than 131072 digits before the decimal point or 16383 after it):
 // writing it would fail the whole statement, so it is refused first.
@@ -27,7 +30,7 @@ func jsonbSize(raw []byte) (n int64, bad string, ok bool) {
 		switch c := raw[i]; {
 		case c == '"':
 			end, _ := schemas.SkipJSONString(raw, i)
-			n += int64(end - i)
+			n += int64(end-i) + escapeGrowth(raw[i:end])
 			i = end
 		case c == '-' || c >= '0' && c <= '9':
 			j := i + 1

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"mime"
 	"path"
 	"strings"
@@ -17,18 +18,29 @@ import (
 	"sendstream/sinks/email/render"
 )
 
-// Limits of spec 8.2 and the ones the spec does not show (documented in the
-// OpenAPI fragment).
+// Limits of a send: those of spec 8.2, and the few the spec does not show
+// that something outside the request imposes (each documented with its
+// reason in the OpenAPI fragment). subject, templateId, language,
+// sendPolicy and the contact's text fields have no length of their own: an
+// unknown template or policy answers 404 or SEND_POLICY_NOT_FOUND as the
+// spec says, and the contact's values are bounded by
+// contacts.MaxContactValues.
 const (
-	MaxDataBytes       = 256 << 10 // data, as sent
-	MaxDataDepth       = 32        // nesting levels of data
-	MaxAttachments     = 20
-	MaxAttachmentBytes = 3 << 20  // decoded, each
-	MaxAttachmentTotal = 10 << 20 // decoded, all
-	MaxCopies          = 10       // cc and bcc each
-	MaxExternalID      = 255
-	MaxSubject         = 998
-	MaxTextField       = 255 // language, sendPolicy, contact fields, filenames
+	MaxDataBytes       = 256 << 10 // data, as sent (spec 8.2)
+	MaxDataDepth       = 32        // nesting levels of data (spec 8.2)
+	MaxAttachments     = 20        // spec 8.2
+	MaxAttachmentBytes = 3 << 20   // decoded, each (spec 8.2)
+	MaxAttachmentTotal = 10 << 20  // decoded, all (spec 8.2)
+	MaxCopies          = 10        // cc and bcc each (spec 8.2)
+	// MaxExternalID: a message is looked up by ext:<externalId> in a URL
+	// path (spec 2.4), which must fit the request line; 255 characters
+	// (up to 3 KB percent-encoded) as Stripe's and Resend's idempotency keys.
+	MaxExternalID = 255
+	// MaxFileName bounds an attachment's filename (what mail clients save
+	// it as: common file systems hold names of at most 255 characters),
+	// contentType (RFC 6838: type and subtype names of at most 127 each)
+	// and contentId (the Content-ID header, a word that cannot be folded).
+	MaxFileName = 255
 )
 
 // codeValidation is the code of 400 answers naming failing fields (the
@@ -122,8 +134,8 @@ func parseSend(body []byte, sources *schemas.SourceCache, ws string) (*sendReque
 	}
 	r := &sendRequest{}
 	r.To = emailField(m, "to", true, errs)
-	r.Subject = str(m, "subject", MaxSubject, errs)
-	r.TemplateID = str(m, "templateId", MaxTextField, errs)
+	r.Subject = str(m, "subject", noLimit, errs)
+	r.TemplateID = str(m, "templateId", noLimit, errs)
 	if v, ok := present(m, "htmlContent"); ok {
 		if v.t != jsonparser.String {
 			errs.add("htmlContent", "must be a string")
@@ -164,8 +176,8 @@ func parseSend(body []byte, sources *schemas.SourceCache, ws string) (*sendReque
 		}
 		r.Strict = b
 	}
-	r.Language = str(m, "language", MaxTextField, errs)
-	r.SendPolicy = str(m, "sendPolicy", MaxTextField, errs)
+	r.Language = str(m, "language", noLimit, errs)
+	r.SendPolicy = str(m, "sendPolicy", noLimit, errs)
 	r.ReplyTo = emailField(m, "replyTo", false, errs)
 	r.FromEmail = emailField(m, "fromEmail", false, errs)
 	r.Cc = addresses(m, "cc", errs)
@@ -183,6 +195,9 @@ func hasField(e *fieldErrs, f string) bool {
 	}
 	return false
 }
+
+// noLimit is str's max for a string without a length rule.
+const noLimit = math.MaxInt
 
 // str reads an optional string of at most max characters (the document's
 // maxLength, which counts characters, not UTF-8 bytes).
@@ -298,7 +313,7 @@ func contactField(m map[string]jv, to string, errs *fieldErrs) *contactInput {
 			return nil
 		}
 		sub := &fieldErrs{}
-		s := str(c, name, MaxTextField, sub)
+		s := str(c, name, noLimit, sub)
 		for j := range sub.fields {
 			errs.add("contact."+sub.fields[j], strings.TrimPrefix(sub.msgs[j], sub.fields[j]+" "))
 		}
@@ -314,6 +329,12 @@ func contactField(m map[string]jv, to string, errs *fieldErrs) *contactInput {
 		if cf.t != jsonparser.Object || json.Unmarshal(cf.raw, &out.CustomFields) != nil {
 			errs.add("contact.customFields", "must be an object")
 		}
+	}
+	// What the contact may carry (unknown custom field keys, dropped later,
+	// are counted too: only a request of megabytes of <, > or & meets it).
+	if field, msg, ok := contacts.CheckSize(contacts.Values{FirstName: out.FirstName, Country: out.Country,
+		Language: out.Language, CustomFields: out.CustomFields}); !ok {
+		errs.add("contact."+field, msg)
 	}
 	return out
 }
@@ -352,9 +373,9 @@ func attachments(m map[string]jv, errs *fieldErrs) []schemas.Attachment {
 	for i, a := range list {
 		f := func(name string) string { return fmt.Sprintf("attachments[%d].%s", i, name) }
 		sub := &fieldErrs{}
-		name := str(a, "filename", MaxTextField, sub)
-		ctype := str(a, "contentType", MaxTextField, sub)
-		cid := str(a, "contentId", MaxTextField, sub)
+		name := str(a, "filename", MaxFileName, sub)
+		ctype := str(a, "contentType", MaxFileName, sub)
+		cid := str(a, "contentId", MaxFileName, sub)
 		content := str(a, "content", 1<<30, sub)
 		for j := range sub.fields {
 			errs.add("attachments["+fmt.Sprint(i)+"]."+sub.fields[j], strings.TrimPrefix(sub.msgs[j], sub.fields[j]+" "))

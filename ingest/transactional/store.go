@@ -83,8 +83,8 @@ var (
 type Store struct {
 	pool    *pgxpool.Pool
 	async   *pgxpool.Pool // synchronous_commit off: claims
-	lookups batcher[lookupIn, lookupOut]
-	claims  batcher[NewMessage, claimOut]
+	lookups pgsink.Batcher[lookupIn, lookupOut]
+	claims  pgsink.Batcher[NewMessage, claimOut]
 }
 
 // NewStore returns a Store over a migrated pool. It starts nothing until
@@ -108,16 +108,16 @@ func NewStore(pool *pgxpool.Pool) *Store {
 	// batches (transactional-e2e: 1.9 rows per statement with two, 3.1
 	// with one, and 10% less Postgres time per message; the open-loop
 	// latency at 1,000 sends/s did not change).
-	s.lookups = batcher[lookupIn, lookupOut]{workers: 1, max: 256, timeout: 10 * time.Second, run: s.lookupBatch}
-	s.claims = batcher[NewMessage, claimOut]{workers: 1, max: 256, timeout: 10 * time.Second, run: s.claimBatch}
+	s.lookups = pgsink.Batcher[lookupIn, lookupOut]{Workers: 1, Max: 256, Timeout: 10 * time.Second, Run: s.lookupBatch}
+	s.claims = pgsink.Batcher[NewMessage, claimOut]{Workers: 1, Max: 256, Timeout: 10 * time.Second, Run: s.claimBatch}
 	return s
 }
 
 // Close stops the statement workers and closes the claims' pool. Calls
 // after Close fail.
 func (s *Store) Close() {
-	s.lookups.close()
-	s.claims.close()
+	s.lookups.Close()
+	s.claims.Close()
 	if s.async != s.pool {
 		s.async.Close()
 	}
@@ -207,7 +207,7 @@ type lookupOut struct {
 // domains and any message of the externalId, in a statement shared with
 // concurrent sends.
 func (s *Store) Lookup(ctx context.Context, ws string, in LookupInput) (Lookup, error) {
-	r, err := s.lookups.do(ctx, lookupIn{ws: ws, in: in})
+	r, err := s.lookups.Do(ctx, lookupIn{ws: ws, in: in})
 	if err != nil {
 		return Lookup{}, fmt.Errorf("transactional lookup: %w", err)
 	}
@@ -324,7 +324,7 @@ func (s *Store) Claim(ctx context.Context, m NewMessage) (createdAt time.Time, o
 		createdAt, ok, err = s.claimOne(ctx, m)
 	} else {
 		var r claimOut
-		r, err = s.claims.do(ctx, m)
+		r, err = s.claims.Do(ctx, m)
 		createdAt, ok = r.createdAt, r.ok
 	}
 	if err != nil {

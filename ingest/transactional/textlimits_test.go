@@ -8,11 +8,14 @@ import (
 	"sendstream/ingest/ingesttest"
 )
 
-// TestLengthLimitsCountCharacters: the document's maxLength of subject,
-// externalId and attachment file names counts characters (JSON Schema's
-// meaning), not UTF-8 bytes, on send and validate; one over names the field
-// once. Found by the bad-input suite (TestBadInputSuite): 255 two-byte
-// characters were refused.
+// TestLengthLimitsCountCharacters: the limits the send keeps (externalId
+// and attachment file names, 255) count characters (JSON Schema's meaning
+// of maxLength), not UTF-8 bytes, on send and validate; one over names the
+// field once. Found by the bad-input suite (TestBadInputSuite): 255
+// two-byte characters were refused. The fields the spec gives no length
+// (subject, templateId, language, sendPolicy, the contact's text fields)
+// have none: a 2,000-character subject and contact first name are sent, a
+// long unknown template or policy answers as any unknown one does.
 func TestLengthLimitsCountCharacters(t *testing.T) {
 	e := newEnv(t, envOpts{noStages: true})
 	ws, key := e.workspace(ingesttest.WorkspaceOpts{})
@@ -26,12 +29,14 @@ func TestLengthLimitsCountCharacters(t *testing.T) {
 	file := func(name string) []any {
 		return []any{map[string]any{"filename": name, "content": b64([]byte("hello"))}}
 	}
+	long := strings.Repeat("é<", 1000) // 2,000 characters
 	for _, path := range []string{"/api/v1/transactional/validate", "/api/v1/transactional/send"} {
 		for _, c := range []struct {
 			name string
 			over map[string]any
 		}{
-			{"subject of 998 two-byte characters", map[string]any{"subject": strings.Repeat("é", 998)}},
+			{"subject of 2,000 characters", map[string]any{"subject": long}},
+			{"contact text fields of 2,000 characters", map[string]any{"contact": map[string]any{"firstName": long, "country": long, "language": long}, "language": long}},
 			{"externalId of 255 two-byte characters", map[string]any{"externalId": strings.Repeat("ü", 254) + path[len(path)-1:]}},
 			{"file name of 255 two-byte characters", map[string]any{"attachments": file(strings.Repeat("é", 251) + ".txt")}},
 		} {
@@ -43,7 +48,6 @@ func TestLengthLimitsCountCharacters(t *testing.T) {
 			field string
 			over  map[string]any
 		}{
-			{"subject", map[string]any{"subject": strings.Repeat("é", 999)}},
 			{"externalId", map[string]any{"externalId": strings.Repeat("ü", 256)}},
 			{"attachments[0].filename", map[string]any{"attachments": file(strings.Repeat("é", 252) + ".txt")}},
 		} {
@@ -52,9 +56,27 @@ func TestLengthLimitsCountCharacters(t *testing.T) {
 				t.Errorf("%s: %s one over: %d %v, want 400 validation_error naming it once", path, c.field, st, m)
 			}
 		}
+		// validate answers 200 valid:false with the error a send would get.
+		refused := func(st int, m map[string]any) (int, any) {
+			if errs, ok := m["errors"].([]any); ok && st == 200 && len(errs) == 1 {
+				e, _ := errs[0].(map[string]any)
+				return int(e["status"].(float64)), e["code"]
+			}
+			return st, m["code"]
+		}
+		if st, code := refused(e.call("POST", path, key, map[string]any{"to": uniq("len"), "templateId": strings.Repeat("t", 1000)})); st != 404 || code != "template_not_found" {
+			t.Errorf("%s: a 1,000-character unknown templateId: %d %v, want 404 template_not_found", path, st, code)
+		}
+		if st, code := refused(e.call("POST", path, key, base(map[string]any{"sendPolicy": strings.Repeat("p", 1000)}))); st != 400 || code != "SEND_POLICY_NOT_FOUND" {
+			t.Errorf("%s: a 1,000-character unknown sendPolicy: %d %v, want 400 SEND_POLICY_NOT_FOUND", path, st, code)
+		}
 	}
 	var n int
-	if err := e.pg.QueryRow(t.Context(), "SELECT count(*) FROM transactional_messages WHERE workspace_id = $1", ws).Scan(&n); err != nil || n != 3 {
-		t.Errorf("stored %d messages (%v), want the 3 accepted sends", n, err)
+	if err := e.pg.QueryRow(t.Context(), "SELECT count(*) FROM transactional_messages WHERE workspace_id = $1", ws).Scan(&n); err != nil || n != 4 {
+		t.Errorf("stored %d messages (%v), want the 4 accepted sends", n, err)
+	}
+	var first string
+	if err := e.pg.QueryRow(t.Context(), "SELECT first_name FROM contacts WHERE workspace_id = $1 AND first_name IS NOT NULL", ws).Scan(&first); err != nil || first != long {
+		t.Errorf("the contact's first name: %d bytes stored (%v), want the %d sent", len(first), err, len(long))
 	}
 }

@@ -40,7 +40,8 @@ type Deps struct {
 	// Contacts upserts the `contact` object of a send; nil ignores it for
 	// storage (it still renders).
 	Contacts *contacts.Store
-	// Engine parses and caches templates (default: a new one).
+	// Engine parses and caches templates (default: render.Shared with the
+	// default budget, the cache the delivery stage uses too).
 	Engine  *render.Engine
 	SiteURL string // the site root (unsubscribe links)
 	// Secret signs unsubscribe links; the delivery stage must use the same.
@@ -77,7 +78,7 @@ func Routes(d Deps) []ingest.Route {
 		panic(err)
 	}
 	if d.Engine == nil {
-		d.Engine = render.NewEngine(0)
+		d.Engine = render.Shared(render.DefaultBudget())
 	}
 	if d.DefaultFromEmail == "" {
 		d.DefaultFromEmail = email.DefaultFromEmail

@@ -1,4 +1,4 @@
-package main
+package broker
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func TestBrokerHelperProcess(t *testing.T) {
 			break
 		}
 	}
-	if err := runBroker(args); err != nil {
+	if err := Run(args); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -197,7 +197,7 @@ func consumeGroup(ctx context.Context, t *testing.T, addr, topic, group string, 
 	return seen
 }
 
-// TestEnsureBrokerStartsAndReuses checks ensureBroker: it starts a broker in
+// TestEnsureBrokerStartsAndReuses checks Ensure: it starts a broker in
 // its own process group when none runs, a second call reuses it (with a
 // no-op stop), and stop terminates it gracefully.
 func TestEnsureBrokerStartsAndReuses(t *testing.T) {
@@ -208,7 +208,7 @@ func TestEnsureBrokerStartsAndReuses(t *testing.T) {
 	defer func() { brokerCommand = orig }()
 
 	data := t.TempDir()
-	addr, stop, err := ensureBroker(ctx, data)
+	addr, stop, err := Ensure(ctx, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,12 +222,12 @@ func TestEnsureBrokerStartsAndReuses(t *testing.T) {
 		t.Errorf("broker pgid = %d (err %v), want its own group, not ours (%d)", pgid, err, syscall.Getpgrp())
 	}
 
-	addr2, stop2, err := ensureBroker(ctx, data)
+	addr2, stop2, err := Ensure(ctx, data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if addr2 != addr {
-		t.Errorf("second ensureBroker = %s, want the running %s", addr2, addr)
+		t.Errorf("second Ensure = %s, want the running %s", addr2, addr)
 	}
 	stop2()
 	if !dialOK(ctx, addr) {
@@ -267,9 +267,9 @@ func TestBrokerRejectsBadSettings(t *testing.T) {
 	} {
 		t.Run(c.env+"="+c.val, func(t *testing.T) {
 			t.Setenv(c.env, c.val)
-			err := runBroker([]string{"--data-dir", t.TempDir()})
+			err := Run([]string{"--data-dir", t.TempDir()})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("runBroker with %s=%s: %v, want an error naming %s", c.env, c.val, err, c.want)
+				t.Fatalf("Run with %s=%s: %v, want an error naming %s", c.env, c.val, err, c.want)
 			}
 		})
 	}

@@ -1,14 +1,17 @@
-package main
+// Package broker is the embedded Kafka-protocol broker of the local stack:
+// kfake persisted under a data directory, run as a process of its own
+// (`sendstream broker`, started by deploy/stack.sh, or by `sendstream serve`
+// through Ensure when no brokers are configured), so that a killed server
+// never takes acknowledged records with it.
+package broker
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -21,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sendstream/deploy/profiling"
 	"sendstream/pipeline"
 )
 
@@ -29,13 +33,14 @@ const (
 	brokerAddrFile   = "broker.addr"    // host:port it listens on, written once it listens
 	brokerPIDFile    = "broker.pid"     // its process id
 	brokerRunLock    = "broker.lock"    // held (flock) for the broker's whole life
-	brokerEnsureLock = "ensure.lock"    // serialises ensureBroker callers
-	brokerLogFile    = "broker.log"     // stdout/stderr of a broker started by ensureBroker
+	brokerEnsureLock = "ensure.lock"    // serialises Ensure callers
+	brokerLogFile    = "broker.log"     // stdout/stderr of a broker started by Ensure
 	brokerPortsFile  = "../ports/kafka" // port remembered by deploy/stack.sh, reused when free
 )
 
-// runBroker runs the local Kafka-protocol broker (kfake) until SIGINT or
-// SIGTERM: `sendstream broker --data-dir DIR --listen HOST:PORT --partitions N`.
+// Run runs the local Kafka-protocol broker (kfake) until SIGINT or SIGTERM:
+// `sendstream broker --data-dir DIR --listen HOST:PORT --partitions N`
+// passes its arguments here.
 // Every produced batch is written to its segment file (the page cache)
 // before it is acknowledged, so killing any process, the broker included,
 // loses nothing acknowledged; like Kafka's default, batches are not fsynced
@@ -45,7 +50,7 @@ const (
 // Topics are created on first use with N partitions, and all state
 // (records, topics, committed group offsets) is reloaded from DIR on the
 // next start.
-func runBroker(args []string) error {
+func Run(args []string) error {
 	envProcs, err := envInt("SENDSTREAM_BROKER_PROCS", 1)
 	if err != nil {
 		return err
@@ -117,7 +122,7 @@ func runBroker(args []string) error {
 	}
 
 	if addr := os.Getenv("SENDSTREAM_BROKER_DEBUG_ADDR"); addr != "" {
-		go serveDebug(addr, slog.Default())
+		go profiling.Serve(addr, slog.Default())
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -208,171 +213,6 @@ func parseKfakeLevel(s string) (kfake.LogLevel, error) {
 		return kfake.LogLevelDebug, nil
 	}
 	return 0, fmt.Errorf("broker: unknown --log-level %q", s)
-}
-
-// ensureBroker returns the address of the local broker whose state lives in
-// <dataDir>/kafka. A broker already running there is reused and stop does
-// nothing. Otherwise this binary is started as `broker` in its own process
-// group, so that the death of the caller (even by SIGKILL) does not take it
-// down; stop terminates it and waits for it to persist its state.
-func ensureBroker(ctx context.Context, dataDir string) (addr string, stop func(), err error) {
-	noop := func() {}
-	dir, err := filepath.Abs(filepath.Join(dataDir, "kafka"))
-	if err != nil {
-		return "", noop, fmt.Errorf("ensure broker: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", noop, fmt.Errorf("ensure broker: create %s: %w", dir, err)
-	}
-
-	lock, err := os.OpenFile(filepath.Join(dir, brokerEnsureLock), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", noop, fmt.Errorf("ensure broker: open lock: %w", err)
-	}
-	defer lock.Close()
-	if err := flockCtx(ctx, lock); err != nil {
-		return "", noop, fmt.Errorf("ensure broker: lock: %w", err)
-	}
-
-	if a, ok := runningBroker(ctx, dir); ok {
-		return a, noop, nil
-	}
-
-	listen := "127.0.0.1:0"
-	if b, err := os.ReadFile(filepath.Join(dir, brokerPortsFile)); err == nil {
-		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && portFree(p) {
-			listen = "127.0.0.1:" + strconv.Itoa(p)
-		}
-	}
-	logf, err := os.OpenFile(filepath.Join(dir, brokerLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return "", noop, fmt.Errorf("ensure broker: open log: %w", err)
-	}
-	defer logf.Close()
-	_ = os.Remove(filepath.Join(dir, brokerAddrFile))
-
-	cmd, err := brokerCommand(dir, listen)
-	if err != nil {
-		return "", noop, fmt.Errorf("ensure broker: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return "", noop, fmt.Errorf("ensure broker: start %s: %w", cmd.Path, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	stop = func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}
-
-	deadline := time.NewTimer(60 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if a, ok := readBrokerAddr(dir); ok && dialOK(ctx, a) {
-			return a, stop, nil
-		}
-		select {
-		case err := <-exited:
-			return "", noop, fmt.Errorf("ensure broker: broker exited early (%v): see %s",
-				err, filepath.Join(dir, brokerLogFile))
-		case <-ctx.Done():
-			stop()
-			return "", noop, fmt.Errorf("ensure broker: %w", ctx.Err())
-		case <-deadline.C:
-			stop()
-			return "", noop, fmt.Errorf("ensure broker: broker did not listen within 60s: see %s",
-				filepath.Join(dir, brokerLogFile))
-		case <-tick.C:
-		}
-	}
-}
-
-// brokerCommand builds the command that runs a broker on dir; tests replace it.
-var brokerCommand = func(dir, listen string) (*exec.Cmd, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find own binary: %w", err)
-	}
-	return exec.Command(exe, "broker", "--data-dir", dir, "--listen", listen), nil
-}
-
-// runningBroker reports the address of a live broker in dir, if any.
-func runningBroker(ctx context.Context, dir string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, brokerPIDFile))
-	if err != nil {
-		return "", false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return "", false
-	}
-	// The process lives; give a starting broker (replaying its log) time to listen.
-	for i := 0; i < 300; i++ {
-		if a, ok := readBrokerAddr(dir); ok && dialOK(ctx, a) {
-			return a, true
-		}
-		if syscall.Kill(pid, 0) != nil || ctx.Err() != nil {
-			return "", false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return "", false
-}
-
-func readBrokerAddr(dir string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, brokerAddrFile))
-	if err != nil {
-		return "", false
-	}
-	a := strings.TrimSpace(string(b))
-	return a, a != ""
-}
-
-func dialOK(ctx context.Context, addr string) bool {
-	d := net.Dialer{Timeout: time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
-}
-
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
-
-// flockCtx takes an exclusive flock on f, polling so that ctx can cancel.
-func flockCtx(ctx context.Context, f *os.File) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 func writeFileAtomic(path, content string) error {

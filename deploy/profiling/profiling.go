@@ -1,4 +1,8 @@
-package main
+// Package profiling serves Go's pprof handlers on a listener of their own,
+// apart from the public one, for profiling a running sendstream process
+// (SENDSTREAM_DEBUG_ADDR for serve, ingest and worker;
+// SENDSTREAM_BROKER_DEBUG_ADDR for the local broker).
+package profiling
 
 import (
 	"log/slog"
@@ -7,9 +11,10 @@ import (
 	"time"
 )
 
-// serveDebug serves Go's pprof handlers on addr (SENDSTREAM_DEBUG_ADDR),
-// apart from the public listener, for profiling a running process.
-func serveDebug(addr string, log *slog.Logger) {
+// Serve serves the pprof handlers under /debug/pprof/ on addr until the
+// process ends; it returns only when the listener fails, after logging why.
+// Callers run it in a goroutine of its own.
+func Serve(addr string, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
