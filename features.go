@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"sendstream/admincli"
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"
@@ -12,6 +13,8 @@ import (
 	"sendstream/ingest/transactional"
 	"sendstream/pipeline"
 	"sendstream/sinks/email/render"
+	"sendstream/stages/analytics"
+	"sendstream/stages/requestlog"
 )
 
 // featureRoutes lists the routes of every feature package beyond the core
@@ -39,7 +42,7 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 	// page and provider reports (ingest/transactional).
 	routes = append(routes, transactional.Routes(transactional.Deps{
 		PG: res.Postgres, Contacts: contactStore, SiteURL: cfg.SiteURL, Secret: cfg.Secret, Logger: res.Logger,
-		Engine: render.Shared(cfg.Render), // one cache with the delivery stage
+		Engine: render.NewEngineWithBudget(0, cfg.Render),
 	})...)
 	// Events and website tracking (ingest/events, ingest/tracking).
 	eventStore, err := events.NewStore(res.Postgres, events.StoreConfig{})
@@ -52,4 +55,23 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 		Limiter: ratelimit.New(res.Postgres, ratelimit.Options{}),
 	})...)
 	return routes
+}
+
+// featureAdminCommands lists the `sendstream admin` commands of every
+// feature, each declared beside the feature's code as its routes are; a new
+// feature adds its commands here with one line. A name declared twice fails
+// every admin command (admincli.Index).
+func featureAdminCommands() []admincli.Command {
+	var cmds []admincli.Command
+	// Workspaces, API keys, members and tracking tokens (ingest/auth).
+	cmds = append(cmds, auth.AdminCommands()...)
+	// Lists and custom fields (ingest/contacts).
+	cmds = append(cmds, contacts.AdminCommands()...)
+	// Templates, send policies and sending domains (ingest/transactional).
+	cmds = append(cmds, transactional.AdminCommands()...)
+	// The events' analytics reports (stages/analytics) and the request log
+	// (stages/requestlog), both read from ClickHouse.
+	cmds = append(cmds, analytics.AdminCommands()...)
+	cmds = append(cmds, requestlog.AdminCommands()...)
+	return cmds
 }

@@ -1,4 +1,4 @@
-package main
+package analytics
 
 import (
 	"context"
@@ -6,26 +6,28 @@ import (
 	"fmt"
 	"time"
 
-	"sendstream/stages/analytics"
+	"sendstream/admincli"
 )
 
-// The events feature's admin command: the analytics reports of
-// ingest/events/README.md, over the ClickHouse events table.
-func init() {
-	adminCommands["analytics"] = adminCommand{
-		"--workspace W --report events-per-day|revenue-per-day|unique-contacts [--from RFC3339|YYYY-MM-DD] [--to RFC3339|YYYY-MM-DD]",
-		adminAnalytics,
-	}
+// AdminCommands is the events feature's operator command: the analytics
+// reports of ingest/events/README.md over the ClickHouse events table this
+// stage writes. features.go lists it.
+func AdminCommands() []admincli.Command {
+	return []admincli.Command{{
+		Name:  "analytics",
+		Usage: "--workspace W --report events-per-day|revenue-per-day|unique-contacts [--from RFC3339|YYYY-MM-DD] [--to RFC3339|YYYY-MM-DD]",
+		Run:   adminAnalytics,
+	}}
 }
 
 // adminAnalytics prints one report → {"workspace","report","from","to","rows":[…]}.
 // The range is [from, to) of the events' occurredAt; default the last 30 days.
-func adminAnalytics(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args []string) (any, error) {
+func adminAnalytics(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
 	ws := fs.String("workspace", "", "workspace id")
 	report := fs.String("report", "", "events-per-day, revenue-per-day or unique-contacts")
 	fromS := fs.String("from", "", "start (inclusive); default 30 days before --to")
 	toS := fs.String("to", "", "end (exclusive); default now")
-	if err := parseFlags(fs, args, "workspace", "report"); err != nil {
+	if err := admincli.ParseFlags(fs, args, "workspace", "report"); err != nil {
 		return nil, err
 	}
 	to := time.Now().UTC()
@@ -44,7 +46,7 @@ func adminAnalytics(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args [
 		}
 		from = t
 	}
-	r := analytics.Range{From: from, To: to}
+	r := Range{From: from, To: to}
 	ch, err := env.CH(ctx)
 	if err != nil {
 		return nil, err
@@ -52,11 +54,11 @@ func adminAnalytics(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args [
 	var rows any
 	switch *report {
 	case "events-per-day":
-		rows, err = analytics.EventsPerDay(ctx, ch, *ws, r)
+		rows, err = EventsPerDay(ctx, ch, *ws, r)
 	case "revenue-per-day":
-		rows, err = analytics.RevenuePerDay(ctx, ch, *ws, r)
+		rows, err = RevenuePerDay(ctx, ch, *ws, r)
 	case "unique-contacts":
-		rows, err = analytics.UniqueContacts(ctx, ch, *ws, r)
+		rows, err = UniqueContacts(ctx, ch, *ws, r)
 	default:
 		return nil, fmt.Errorf("--report %q: want events-per-day, revenue-per-day or unique-contacts", *report)
 	}

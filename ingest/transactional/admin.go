@@ -1,4 +1,4 @@
-package main
+package transactional
 
 import (
 	"context"
@@ -8,52 +8,60 @@ import (
 	"os"
 	"strings"
 
+	"sendstream/admincli"
+	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"
-	"sendstream/ingest/transactional"
 	"sendstream/schemas"
 	"sendstream/sinks/email"
 )
 
-// The transactional feature's admin commands (DESIGN.md): templates, send
-// policies and sending domains, which have no public endpoints.
-func init() {
-	adminCommands["template create"] = adminCommand{"--workspace W --file T.json", adminTemplateCreate}
-	adminCommands["template update"] = adminCommand{"--workspace W --id T --file T.json", adminTemplateUpdate}
-	adminCommands["send-policy create"] = adminCommand{"--workspace W --key K --kind transactional|marketing [--from-email E] [--from-name N] [--provider smtp]", adminSendPolicyCreate}
-	adminCommands["domain add"] = adminCommand{"--workspace W --domain example.com [--selector S] [--no-dkim]", adminDomainAdd}
+// AdminCommands are the transactional feature's operator commands
+// (DESIGN.md): templates, send policies and sending domains, which have no
+// public endpoints. features.go lists them.
+func AdminCommands() []admincli.Command {
+	return []admincli.Command{
+		{Name: "template create", Usage: "--workspace W --file T.json", Run: adminTemplateCreate},
+		{Name: "template update", Usage: "--workspace W --id T --file T.json", Run: adminTemplateUpdate},
+		{Name: "send-policy create", Usage: "--workspace W --key K --kind transactional|marketing [--from-email E] [--from-name N] [--provider smtp]", Run: adminSendPolicyCreate},
+		{Name: "domain add", Usage: "--workspace W --domain example.com [--selector S] [--no-dkim]", Run: adminDomainAdd},
+	}
 }
 
-// adminTransactional returns the transactional store after checking that
-// ws exists.
-func adminTransactional(ctx context.Context, env *adminEnv, ws string) (*transactional.Store, error) {
-	if _, err := adminWorkspaceStore(ctx, env, ws); err != nil {
+// adminStore returns the transactional store after checking that ws
+// exists.
+func adminStore(ctx context.Context, env *admincli.Env, ws string) (*Store, error) {
+	if _, err := auth.RequireWorkspace(ctx, env, ws); err != nil {
 		return nil, err
 	}
-	return transactional.NewStore(env.pg), nil
+	pg, err := env.PG(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NewStore(pg), nil
 }
 
 // readTemplateFile reads and checks a template file (format:
-// transactional.TemplateFile, example deploy/examples/template.json).
-func readTemplateFile(path string) (transactional.Template, error) {
+// TemplateFile, example deploy/examples/template.json).
+func readTemplateFile(path string) (Template, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return transactional.Template{}, err
+		return Template{}, err
 	}
-	return transactional.ParseTemplateFile(data, nil)
+	return ParseTemplateFile(data, nil)
 }
 
 // adminTemplateCreate stores a template from a file → {"id"}.
-func adminTemplateCreate(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args []string) (any, error) {
+func adminTemplateCreate(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
 	ws := fs.String("workspace", "", "workspace id")
 	file := fs.String("file", "", "template file (JSON; see deploy/examples/template.json)")
-	if err := parseFlags(fs, args, "workspace", "file"); err != nil {
+	if err := admincli.ParseFlags(fs, args, "workspace", "file"); err != nil {
 		return nil, err
 	}
 	t, err := readTemplateFile(*file)
 	if err != nil {
 		return nil, err
 	}
-	store, err := adminTransactional(ctx, env, *ws)
+	store, err := adminStore(ctx, env, *ws)
 	if err != nil {
 		return nil, err
 	}
@@ -66,18 +74,18 @@ func adminTemplateCreate(ctx context.Context, env *adminEnv, fs *flag.FlagSet, a
 
 // adminTemplateUpdate replaces a template's content → {"id","version"};
 // the next send renders the new version.
-func adminTemplateUpdate(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args []string) (any, error) {
+func adminTemplateUpdate(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
 	ws := fs.String("workspace", "", "workspace id")
 	id := fs.String("id", "", "template id")
 	file := fs.String("file", "", "template file (JSON)")
-	if err := parseFlags(fs, args, "workspace", "id", "file"); err != nil {
+	if err := admincli.ParseFlags(fs, args, "workspace", "id", "file"); err != nil {
 		return nil, err
 	}
 	t, err := readTemplateFile(*file)
 	if err != nil {
 		return nil, err
 	}
-	store, err := adminTransactional(ctx, env, *ws)
+	store, err := adminStore(ctx, env, *ws)
 	if err != nil {
 		return nil, err
 	}
@@ -90,20 +98,20 @@ func adminTemplateUpdate(ctx context.Context, env *adminEnv, fs *flag.FlagSet, a
 
 // adminSendPolicyCreate creates a send policy → {"id","key"}. The key
 // "transactional" replaces the workspace's built-in default policy.
-func adminSendPolicyCreate(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args []string) (any, error) {
+func adminSendPolicyCreate(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
 	ws := fs.String("workspace", "", "workspace id")
 	key := fs.String("key", "", "policy key (lower-case letters, digits, . _ -), used as sendPolicy")
 	kind := fs.String("kind", "", "transactional or marketing")
 	from := fs.String("from-email", "", "default sender; its domain must be one of the workspace's (admin domain add)")
 	fromName := fs.String("from-name", "", "sender display name")
 	provider := fs.String("provider", "smtp", "provider plugin: "+strings.Join(email.Providers(), ", "))
-	if err := parseFlags(fs, args, "workspace", "key", "kind"); err != nil {
+	if err := admincli.ParseFlags(fs, args, "workspace", "key", "kind"); err != nil {
 		return nil, err
 	}
 	if *kind != schemas.PolicyTransactional && *kind != schemas.PolicyMarketing {
 		return nil, fmt.Errorf("--kind %q: want transactional or marketing", *kind)
 	}
-	store, err := adminTransactional(ctx, env, *ws)
+	store, err := adminStore(ctx, env, *ws)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +122,7 @@ func adminSendPolicyCreate(ctx context.Context, env *adminEnv, fs *flag.FlagSet,
 		}
 		*from = addr
 		domain := addr[strings.LastIndexByte(addr, '@')+1:]
-		look, err := store.Lookup(ctx, *ws, transactional.LookupInput{Email: addr, Addresses: []string{addr}})
+		look, err := store.Lookup(ctx, *ws, LookupInput{Email: addr, Addresses: []string{addr}})
 		if err != nil {
 			return nil, err
 		}
@@ -126,8 +134,8 @@ func adminSendPolicyCreate(ctx context.Context, env *adminEnv, fs *flag.FlagSet,
 			return nil, fmt.Errorf("--from-email: %s is not a domain of this workspace (add it with `admin domain add`)", domain)
 		}
 	}
-	id, err := store.CreatePolicy(ctx, *ws, transactional.Policy{Key: *key, Kind: *kind, FromEmail: *from, FromName: *fromName, Provider: *provider})
-	if errors.Is(err, transactional.ErrPolicyExists) {
+	id, err := store.CreatePolicy(ctx, *ws, Policy{Key: *key, Kind: *kind, FromEmail: *from, FromName: *fromName, Provider: *provider})
+	if errors.Is(err, ErrPolicyExists) {
 		return nil, fmt.Errorf("send policy %q already exists in this workspace", *key)
 	}
 	if err != nil {
@@ -139,12 +147,12 @@ func adminSendPolicyCreate(ctx context.Context, env *adminEnv, fs *flag.FlagSet,
 // adminDomainAdd adds a sending domain with a new RSA-2048 DKIM key →
 // {"domain","selector","dkimRecord"}: publish dkimRecord as a TXT record at
 // <selector>._domainkey.<domain>. Adding a domain again keeps its key.
-func adminDomainAdd(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args []string) (any, error) {
+func adminDomainAdd(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
 	ws := fs.String("workspace", "", "workspace id")
 	domain := fs.String("domain", "", "domain, e.g. example.com")
 	selector := fs.String("selector", "sendstream", "DKIM selector")
 	noDKIM := fs.Bool("no-dkim", false, "do not sign mail from this domain")
-	if err := parseFlags(fs, args, "workspace", "domain"); err != nil {
+	if err := admincli.ParseFlags(fs, args, "workspace", "domain"); err != nil {
 		return nil, err
 	}
 	// Stored in the form sender addresses take (lower-case ASCII, IDNA), so
@@ -153,11 +161,11 @@ func adminDomainAdd(ctx context.Context, env *adminEnv, fs *flag.FlagSet, args [
 	if err != nil {
 		return nil, fmt.Errorf("--domain %q: not a domain name: %w", *domain, err)
 	}
-	store, err := adminTransactional(ctx, env, *ws)
+	store, err := adminStore(ctx, env, *ws)
 	if err != nil {
 		return nil, err
 	}
-	in := transactional.Domain{Domain: d, Selector: *selector}
+	in := Domain{Domain: d, Selector: *selector}
 	if !*noDKIM {
 		if in.PrivateKey, _, err = email.GenerateDKIMKey(); err != nil {
 			return nil, err

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+)
+
+// TestAdminUsage pins the list of admin commands and their flags as the
+// operator sees it (DESIGN.md, "The operator interface"): features declare
+// their commands beside their code and features.go lists them, so a
+// command lost or renamed on the way shows here.
+func TestAdminUsage(t *testing.T) {
+	const want = `usage: sendstream admin <command> [flags]; output is one JSON object
+  analytics --workspace W --report events-per-day|revenue-per-day|unique-contacts [--from RFC3339|YYYY-MM-DD] [--to RFC3339|YYYY-MM-DD]
+  apikey create --workspace W [--scopes a,b] [--expires-at RFC3339] [--name N]
+  apikey delete --workspace W --id K
+  custom-field create --workspace W --key K [--type string|number|boolean|date]
+  domain add --workspace W --domain example.com [--selector S] [--no-dkim]
+  list create --workspace W --name N [--double-opt-in]
+  member create --workspace W --email E --password P --role owner|admin|member
+  requests --workspace W [--since RFC3339] [--limit N]
+  send-policy create --workspace W --key K --kind transactional|marketing [--from-email E] [--from-name N] [--provider smtp]
+  template create --workspace W --file T.json
+  template update --workspace W --id T --file T.json
+  tracking-token create --workspace W [--domains a.com,b.com]
+  workspace create --name N [--plan free|pro|enterprise] [--contact-limit N] [--rate-multiplier N]
+  workspace resume --workspace W
+  workspace suspend --workspace W`
+	var out, errOut bytes.Buffer
+	err := runAdmin(context.Background(), nil, &out, &errOut)
+	if err == nil || err.Error() != "admin: missing command" || out.Len() != 0 {
+		t.Fatalf("admin without a command: err %v, stdout %q", err, out.String())
+	}
+	if got := errOut.String(); got != want+"\n" {
+		t.Fatalf("admin usage:\n%s\nwant:\n%s", got, want)
+	}
+}
