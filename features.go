@@ -42,7 +42,7 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 	// page and provider reports (ingest/transactional).
 	routes = append(routes, transactional.Routes(transactional.Deps{
 		PG: res.Postgres, Contacts: contactStore, SiteURL: cfg.SiteURL, Secret: cfg.Secret, Logger: res.Logger,
-		Engine: render.NewEngineWithBudget(0, cfg.Render),
+		Engine: render.Shared(cfg.Render), // one cache with the delivery stage
 	})...)
 	// Events and website tracking (ingest/events, ingest/tracking).
 	eventStore, err := events.NewStore(res.Postgres, events.StoreConfig{})
