@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"mime"
 	"path"
+	"sort"
 	"strings"
 	"time"
 )
@@ -172,14 +173,14 @@ func writeBinaryPart(w *bytes.Buffer, p Part, inline bool) {
 		ctype = "application/octet-stream"
 	}
 	name := sanitizeHeader(p.Filename)
-	writeHeader(w, "Content-Type", mime.FormatMediaType(ctype, map[string]string{"name": name}))
+	writeHeader(w, "Content-Type", mediaType(ctype, "name", name))
 	writeHeader(w, "Content-Transfer-Encoding", "base64")
 	disp := "attachment"
 	if inline {
 		disp = "inline"
 		writeHeader(w, "Content-ID", "<"+sanitizeHeader(p.ContentID)+">")
 	}
-	writeHeader(w, "Content-Disposition", mime.FormatMediaType(disp, map[string]string{"filename": name}))
+	writeHeader(w, "Content-Disposition", mediaType(disp, "filename", name))
 	w.WriteString("\r\n")
 	enc := make([]byte, base64.StdEncoding.EncodedLen(len(p.Content)))
 	base64.StdEncoding.Encode(enc, p.Content)
@@ -192,6 +193,54 @@ func writeBinaryPart(w *bytes.Buffer, p Part, inline bool) {
 		w.Write(enc)
 		w.WriteString("\r\n")
 	}
+}
+
+// mediaType formats the media type t (with any parameters it has, as
+// mime.ParseMediaType reads them; application/octet-stream when it cannot)
+// and the parameter key=value. A parameter too long for one folded line is
+// split into RFC 2231 continuations (key*0*, key*1*, …, percent-encoded
+// UTF-8) of at most 70 characters each, so no header line exceeds 998 octets (RFC 5322
+// 2.1.1) however long a file name is.
+func mediaType(t, key, value string) string {
+	mt, params, err := mime.ParseMediaType(t)
+	if err != nil {
+		mt, params = "application/octet-stream", nil
+	}
+	if params == nil {
+		params = map[string]string{}
+	}
+	params[key] = value
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(mt)
+	for _, k := range keys {
+		v := params[k]
+		if p := mime.FormatMediaType("x/y", map[string]string{k: v}); p != "" && len(p) <= 73 {
+			b.WriteString(p[len("x/y"):]) // "; k=v"
+			continue
+		}
+		seg, cur := 0, "utf-8''"
+		flush := func() {
+			fmt.Fprintf(&b, "; %s*%d*=%s", k, seg, cur)
+			seg, cur = seg+1, ""
+		}
+		for i := 0; i < len(v); i++ {
+			tok := v[i : i+1]
+			if c := v[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+				tok = fmt.Sprintf("%%%02X", c)
+			}
+			if len(cur)+len(tok) > 60 {
+				flush()
+			}
+			cur += tok
+		}
+		flush()
+	}
+	return b.String()
 }
 
 // writeHeader writes "Name: value" folded at spaces to lines of at most 78
