@@ -224,7 +224,7 @@ func (a *api) upsert(c *ingest.Call) ingest.Result {
 		source = "api"
 	}
 	ws := c.Principal.Workspace
-	r, err := a.store.Upsert(c.Ctx, ws, UpsertInput{Email: e, Fields: f, Source: source, Metadata: meta})
+	r, err := a.store.Upsert(c.Ctx, ws, UpsertInput{Email: e, Fields: f, Source: source, Metadata: meta, RequestID: c.RequestID})
 	if errors.Is(err, ErrContactLimit) {
 		return limitReached()
 	}
@@ -391,7 +391,16 @@ func (a *api) subscribe(c *ingest.Call) ingest.Result {
 	if err != nil {
 		return a.listErr(err, c.Params["id"])
 	}
-	r, err := a.store.Subscribe(c.Ctx, l, t)
+	r, err := a.store.Subscribe(c.Ctx, l, t, func(r MembershipResult) []ingest.Message {
+		ev := newEvents(ws, c.RequestID)
+		if r.ContactCreated {
+			ev.created(r.Contact)
+		}
+		if r.Changed {
+			ev.membership(schemas.TypeContactAddedToList, r.Contact, l, r.Status, "api", c.RequestID, ev.now, true)
+		}
+		return ev.out
+	})
 	switch {
 	case errors.Is(err, ErrContactLimit):
 		return limitReached()
@@ -400,21 +409,14 @@ func (a *api) subscribe(c *ingest.Call) ingest.Result {
 	case err != nil:
 		return a.internal(err)
 	}
-	ev := newEvents(ws, c.RequestID)
-	if r.ContactCreated {
-		ev.created(r.Contact)
+	res := ingest.Result{
+		Status:   200,
+		Body:     subscribeResponse{Success: true, ContactID: r.Contact.ID, ListID: l.ID, Status: r.Status, Created: r.ContactCreated},
+		Stored:   r.ContactCreated || r.Changed,
+		Produced: schemas.Produced{ContactIDs: []string{r.Contact.ID}},
 	}
-	if r.Changed {
-		ev.membership(schemas.TypeContactAddedToList, r.Contact, l, r.Status, "api", c.RequestID, ev.now, true)
-	}
-	return ingest.Result{
-		Status:    200,
-		Body:      subscribeResponse{Success: true, ContactID: r.Contact.ID, ListID: l.ID, Status: r.Status, Created: r.ContactCreated},
-		Publish:   ev.out,
-		Stored:    r.ContactCreated || r.Changed,
-		Produced:  schemas.Produced{ContactIDs: []string{r.Contact.ID}},
-		Published: a.published(r.Outbox),
-	}
+	a.announced(&res, r.Announced)
+	return res
 }
 
 // unsubscribe is POST /v1/lists/{id}/unsubscribe (spec 3.2).
@@ -428,7 +430,15 @@ func (a *api) unsubscribe(c *ingest.Call) ingest.Result {
 	if err != nil {
 		return a.listErr(err, c.Params["id"])
 	}
-	r, err := a.store.Unsubscribe(c.Ctx, l, t)
+	r, err := a.store.Unsubscribe(c.Ctx, l, t, func(r UnsubscribeResult) []ingest.Message {
+		if !r.Removed {
+			return nil
+		}
+		ev := newEvents(ws, c.RequestID)
+		ev.membership(schemas.TypeContactRemovedFromList, Contact{ID: r.ContactID, Email: r.Email}, l,
+			StatusUnsubscribed, "api", c.RequestID, ev.now, false)
+		return ev.out
+	})
 	if err != nil {
 		return a.internal(err)
 	}
@@ -438,22 +448,33 @@ func (a *api) unsubscribe(c *ingest.Call) ingest.Result {
 		body.ContactID = &r.ContactID
 		res.Produced = schemas.Produced{ContactIDs: []string{r.ContactID}}
 	}
-	if r.Removed {
-		ev := newEvents(ws, c.RequestID)
-		ev.membership(schemas.TypeContactRemovedFromList, Contact{ID: r.ContactID, Email: r.Email}, l,
-			StatusUnsubscribed, "api", c.RequestID, ev.now, false)
-		res.Publish, res.Stored = ev.out, true
-	}
+	res.Stored = r.Removed
+	a.announced(&res, r.Announced)
 	return res
 }
 
 // published is the Result.Published of a call whose change wrote outbox
-// row id (nil when it wrote none).
-func (a *api) published(id int64) func() {
-	if id == 0 {
+// rows ids (nil when it wrote none).
+func (a *api) published(ids ...int64) func() {
+	n := 0
+	for _, id := range ids {
+		if id != 0 {
+			n++
+		}
+	}
+	if n == 0 {
 		return nil
 	}
-	return func() { a.store.Published(id) }
+	return func() { a.store.Published(ids...) }
+}
+
+// announced makes res publish a write's events, which are in the outbox:
+// a 503 after a failed publish says they will still be delivered, and the
+// broker's ack deletes their rows.
+func (a *api) announced(res *ingest.Result, an Announced) {
+	res.Publish = an.Events
+	res.Outboxed = len(an.Events) > 0
+	res.Published = a.published(an.Outbox...)
 }
 
 func limitReached() ingest.Result {

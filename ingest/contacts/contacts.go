@@ -32,14 +32,16 @@
 //     wait for each other's commit.
 //
 // Domain events are returned to the server, which publishes them before
-// answering. The upsert statement also writes each contact's event into
-// contact_outbox, in the same transaction as the change: after the broker's
-// ack the server deletes the row (Store.Published, batched in the
-// background); a row left behind by a crash, a failed publish or a time-out
-// is published by the relay (Store.StartRelay) after its grace period,
-// with the same envelope id, so a process dying between commit and publish
-// delays the event but does not lose it. List membership events are not in
-// the outbox yet (see README).
+// answering, and every one of them is also written into contact_outbox in
+// the same transaction as the change: the upsert statement writes each
+// contact's row itself; membership writes, sign-ups and confirmations run
+// in one transaction whose events the handler builds (Announce) and the
+// Store writes before the commit. After the broker's ack the server
+// deletes the rows (Store.Published, batched in the background); a row
+// left behind by a crash, a failed publish or a time-out is published by
+// the relay (Store.StartRelay) after its grace period, as the same
+// envelope, so a process dying between commit and publish delays the event
+// but does not lose it.
 package contacts
 
 import (
@@ -141,6 +143,10 @@ type UpsertInput struct {
 	Fields   Fields
 	Source   string
 	Metadata json.RawMessage // a JSON object, or nil
+	// RequestID is the id of the request that asks for the change: the
+	// causation id of its event, kept in the outbox so that the relay
+	// publishes the envelope the request would have published.
+	RequestID string
 }
 
 // UpsertResult is what an upsert did. Changed names the fields an update

@@ -155,7 +155,27 @@ func (a *api) formSubmit(c *ingest.Call) ingest.Result {
 	if firstName != "" {
 		t.Fields.FirstName = &firstName
 	}
-	r, err := a.store.Signup(c.Ctx, l, t)
+	r, err := a.store.Signup(c.Ctx, l, t, func(r MembershipResult) []ingest.Message {
+		ev := newEvents(l.Workspace, c.RequestID)
+		if r.ContactCreated {
+			ev.created(r.Contact)
+		}
+		switch {
+		case r.Status == StatusPending:
+			token, exp := a.signer.Sign(l.Workspace, r.Contact.ID)
+			first := ""
+			if r.Contact.FirstName != nil {
+				first = *r.Contact.FirstName
+			}
+			ev.optIn(schemas.OptInRequestedPayload{
+				ContactID: r.Contact.ID, Email: r.Contact.Email, FirstName: first, ListID: l.ID, ListName: l.Name,
+				ConfirmURL: a.site + "/confirm?token=" + url.QueryEscape(token), ExpiresAt: exp.UTC(),
+			})
+		case r.Changed:
+			ev.membership(schemas.TypeContactAddedToList, r.Contact, l, r.Status, "form", c.RequestID, ev.now, true)
+		}
+		return ev.out
+	})
 	if errors.Is(err, ErrContactLimit) {
 		return a.message(c, 403, ingest.ErrorBody{Error: "This list cannot take new sign-ups right now", Code: "contact_limit_reached"},
 			messagePage{Title: "Sign-ups are closed", Lines: []string{"This list cannot take new sign-ups right now."}})
@@ -163,29 +183,9 @@ func (a *api) formSubmit(c *ingest.Call) ingest.Result {
 	if err != nil {
 		return a.internal(err)
 	}
-	ev := newEvents(l.Workspace, c.RequestID)
-	if r.ContactCreated {
-		ev.created(r.Contact)
-	}
-	sent := false
-	switch {
-	case r.Status == StatusPending:
-		token, exp := a.signer.Sign(l.Workspace, r.Contact.ID)
-		first := ""
-		if r.Contact.FirstName != nil {
-			first = *r.Contact.FirstName
-		}
-		ev.optIn(schemas.OptInRequestedPayload{
-			ContactID: r.Contact.ID, Email: r.Contact.Email, FirstName: first, ListID: l.ID, ListName: l.Name,
-			ConfirmURL: a.site + "/confirm?token=" + url.QueryEscape(token), ExpiresAt: exp.UTC(),
-		})
-		sent = true
-	case r.Changed:
-		ev.membership(schemas.TypeContactAddedToList, r.Contact, l, r.Status, "form", c.RequestID, ev.now, true)
-	}
-	res := done(r.Status, sent)
-	res.Publish, res.Stored = ev.out, r.ContactCreated || r.Changed
-	res.Published = a.published(r.Outbox)
+	res := done(r.Status, r.Status == StatusPending)
+	res.Stored = r.ContactCreated || r.Changed
+	a.announced(&res, r.Announced)
 	return res
 }
 
@@ -211,7 +211,22 @@ func (a *api) confirm(c *ingest.Call) ingest.Result {
 		return a.message(c, 400, ingest.ErrorBody{Error: "This confirmation link is not valid", Code: "invalid_token", Fields: []string{"token"}},
 			messagePage{Title: "Invalid link", Lines: []string{"This confirmation link is not valid. Please use the link from your email."}})
 	}
-	r, err := a.store.Confirm(c.Ctx, ws, id)
+	r, err := a.store.Confirm(c.Ctx, ws, id, func(r ConfirmResult) []ingest.Message {
+		ev := newEvents(ws, c.RequestID)
+		contact := Contact{ID: id, Email: r.Email}
+		for _, l := range r.Lists {
+			ev.membership(schemas.TypeListSubscriptionConfirmed, contact, ListRef{ID: l.ID, Workspace: ws, Name: l.Name},
+				StatusActive, "confirmation", l.ConfirmedAt.Format("2006-01-02T15:04:05.999999999Z07:00"), l.ConfirmedAt, true)
+		}
+		if r.ContactConfirmed {
+			at := ev.now
+			if len(r.Lists) > 0 {
+				at = r.Lists[0].ConfirmedAt
+			}
+			ev.confirmed(id, r.Email, at)
+		}
+		return ev.out
+	})
 	if errors.Is(err, ErrContactNotFound) {
 		return a.message(c, 404, ingest.ErrorBody{Error: "This subscription no longer exists", Code: "contact_not_found"},
 			messagePage{Title: "Subscription not found", Lines: []string{"This subscription no longer exists."}})
@@ -219,20 +234,9 @@ func (a *api) confirm(c *ingest.Call) ingest.Result {
 	if err != nil {
 		return a.internal(err)
 	}
-	ev := newEvents(ws, c.RequestID)
-	contact := Contact{ID: id, Email: r.Email}
 	names := make([]string, 0, len(r.Lists))
 	for _, l := range r.Lists {
-		ev.membership(schemas.TypeListSubscriptionConfirmed, contact, ListRef{ID: l.ID, Workspace: ws, Name: l.Name},
-			StatusActive, "confirmation", l.ConfirmedAt.Format("2006-01-02T15:04:05.999999999Z07:00"), l.ConfirmedAt, true)
 		names = append(names, l.Name)
-	}
-	if r.ContactConfirmed {
-		at := ev.now
-		if len(r.Lists) > 0 {
-			at = r.Lists[0].ConfirmedAt
-		}
-		ev.confirmed(id, r.Email, at)
 	}
 	changed := len(r.Lists) > 0 || r.ContactConfirmed
 	body := confirmResponse{Confirmed: changed, AlreadyConfirmed: !changed, ContactConfirmed: r.ContactConfirmed, Lists: r.Lists}
@@ -244,6 +248,7 @@ func (a *api) confirm(c *ingest.Call) ingest.Result {
 		p = messagePage{Title: "Already confirmed", Lines: []string{"Your subscription was already confirmed. Nothing has changed."}}
 	}
 	res := a.message(c, 200, body, p)
-	res.Publish, res.Stored = ev.out, changed
+	res.Stored = changed
+	a.announced(&res, r.Announced)
 	return res
 }

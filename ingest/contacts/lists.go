@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"sendstream/ingest"
 	"sendstream/schemas"
 )
 
@@ -110,6 +111,30 @@ type Target struct {
 	Metadata json.RawMessage
 }
 
+// Announce builds the domain events of a write from its outcome. The Store
+// calls it inside the write's transaction, once the write succeeded (again
+// when a deadlock makes it run the write again), and writes what it returns
+// into contact_outbox before the commit. It must not block. A nil Announce
+// announces nothing.
+type Announce[R any] func(R) []ingest.Message
+
+// of is what f announces for r.
+func (f Announce[R]) of(r R) []ingest.Message {
+	if f == nil {
+		return nil
+	}
+	return f(r)
+}
+
+// Announced is what every write with domain events returns besides its
+// outcome: the events Announce built, to publish before answering, and
+// their contact_outbox rows, to pass to Store.Published once the broker
+// acknowledged them (the relay publishes them otherwise, same envelopes).
+type Announced struct {
+	Events []ingest.Message
+	Outbox []int64
+}
+
 // MembershipResult is the outcome of Subscribe or Signup.
 type MembershipResult struct {
 	Contact        Contact
@@ -117,54 +142,55 @@ type MembershipResult struct {
 	Previous       string // membership status before; "" for none
 	Status         string // membership status after
 	Changed        bool   // the membership row was created or moved
-	// Outbox is the contact_outbox row of contact.created when the call
-	// created the contact (0 otherwise); see UpsertResult.Outbox.
-	Outbox int64
+	Announced
 }
 
 // Subscribe puts the target on list l as ACTIVE (spec 3.2, POST
 // /v1/lists/{id}/subscribe): a missing contact is created ACTIVE with source
 // "api" unless t.Source says otherwise; none, UNSUBSCRIBED or PENDING becomes
 // ACTIVE. ErrContactNotFound when t.ID names no contact, ErrContactLimit
-// when creating the contact would exceed the plan.
-func (s *Store) Subscribe(ctx context.Context, l ListRef, t Target) (MembershipResult, error) {
+// when creating the contact would exceed the plan. The events announce
+// builds (the contact's creation included) go into the outbox with the
+// change.
+func (s *Store) Subscribe(ctx context.Context, l ListRef, t Target, announce Announce[MembershipResult]) (MembershipResult, error) {
 	if t.Source == "" {
 		t.Source = "api"
 	}
-	return s.setMembership(ctx, l, t, StatusActive, StatusActive)
+	return s.setMembership(ctx, l, t, StatusActive, StatusActive, announce)
 }
 
 // Signup is a sign-up through the hosted form of list l: with double opt-in
 // the membership (none or UNSUBSCRIBED) becomes PENDING and a new contact is
-// created PENDING; without it, as Subscribe with source "form". The caller
-// sends the confirmation email when the result's Status is PENDING (also
-// when it already was: a repeated sign-up resends it).
-func (s *Store) Signup(ctx context.Context, l ListRef, t Target) (MembershipResult, error) {
+// created PENDING; without it, as Subscribe with source "form". announce
+// builds the events, the confirmation email's request included when the
+// result's Status is PENDING (also when it already was: a repeated sign-up
+// resends it).
+func (s *Store) Signup(ctx context.Context, l ListRef, t Target, announce Announce[MembershipResult]) (MembershipResult, error) {
 	if t.Source == "" {
 		t.Source = "form"
 	}
 	if l.DoubleOptIn {
-		return s.setMembership(ctx, l, t, StatusPending, StatusPending)
+		return s.setMembership(ctx, l, t, StatusPending, StatusPending, announce)
 	}
-	return s.setMembership(ctx, l, t, StatusActive, StatusActive)
+	return s.setMembership(ctx, l, t, StatusActive, StatusActive, announce)
 }
 
-// setMembership runs, in one implicit transaction and one round trip: the
-// contact creation (when t.Email is set) with createStatus, then
-// set_membership.sql with target status.
-func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createStatus, target string) (MembershipResult, error) {
+// setMembership runs, in one transaction: the contact creation (when
+// t.Email is set) with createStatus and set_membership.sql with target
+// status (one round trip), then the outbox rows of what announce builds.
+func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createStatus, target string, announce Announce[MembershipResult]) (MembershipResult, error) {
 	var res MembershipResult
-	err := retryTx(ctx, func() error {
+	var custom *string
+	if t.Email != "" {
+		var err error
+		if custom, err = encodeCustom(t.Fields.CustomFields); err != nil {
+			return res, err
+		}
+	}
+	write := func(tx pgx.Tx) error {
 		res = MembershipResult{}
 		b := &pgx.Batch{}
-		var created bool
-		var refused bool
-		var outbox int64
 		if t.Email != "" {
-			custom, err := encodeCustom(t.Fields.CustomFields)
-			if err != nil {
-				return err
-			}
 			var a upsertArgs
 			a.add(schemas.NewID(), UpsertInput{Email: t.Email, Fields: t.Fields, Source: t.Source, Metadata: t.Metadata}, custom, createStatus)
 			a.queue(b, l.Workspace, false, membershipShard)
@@ -176,8 +202,9 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 			id = &t.ID
 		}
 		b.Queue(sqlSetMembership, l.Workspace, l.ID, email, id, target)
-		br := s.pool.SendBatch(ctx, b)
+		br := tx.SendBatch(ctx, b)
 		defer br.Close()
+		var refused bool
 		if t.Email != "" {
 			rows, err := readUpserts(br)
 			if err != nil {
@@ -186,10 +213,9 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 			if len(rows) != 1 {
 				return fmt.Errorf("create contact: %d result rows", len(rows))
 			}
-			outbox = outboxID(rows[0])
 			switch rows[0].outcome {
 			case "created":
-				created = true
+				res.ContactCreated = true
 			case "refused":
 				refused = true
 			case "retry":
@@ -215,13 +241,14 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 		if prev != nil {
 			res.Previous = *prev
 		}
-		res.ContactCreated, res.Outbox = created, outbox
 		return br.Close()
-	})
-	if err == nil {
-		s.fault.committed()
 	}
-	return res, err
+	events, ids, err := s.inOutbox(ctx, l.Workspace, write, func() []ingest.Message { return announce.of(res) })
+	if err != nil {
+		return MembershipResult{}, err
+	}
+	res.Events, res.Outbox = events, ids
+	return res, nil
 }
 
 // membershipShard is the counter shard of contacts created by Subscribe
@@ -237,12 +264,14 @@ type UnsubscribeResult struct {
 	ContactID string // "" when no such contact
 	Email     string
 	Removed   bool // a membership moved to UNSUBSCRIBED
+	Announced
 }
 
 // Unsubscribe moves the target's membership of list l to UNSUBSCRIBED (spec
 // 3.2), keeping the row. Removed is false when there was nothing to
-// unsubscribe (no contact, no membership, or already unsubscribed).
-func (s *Store) Unsubscribe(ctx context.Context, l ListRef, t Target) (UnsubscribeResult, error) {
+// unsubscribe (no contact, no membership, or already unsubscribed). The
+// events announce builds go into the outbox with the change.
+func (s *Store) Unsubscribe(ctx context.Context, l ListRef, t Target, announce Announce[UnsubscribeResult]) (UnsubscribeResult, error) {
 	var email, id *string
 	if t.Email != "" {
 		email = &t.Email
@@ -250,17 +279,20 @@ func (s *Store) Unsubscribe(ctx context.Context, l ListRef, t Target) (Unsubscri
 		id = &t.ID
 	}
 	var r UnsubscribeResult
-	err := retryTx(ctx, func() error {
-		err := s.pool.QueryRow(ctx, sqlUnsubscribe, l.Workspace, l.ID, email, id).Scan(&r.ContactID, &r.Email, &r.Removed)
+	write := func(tx pgx.Tx) error {
+		r = UnsubscribeResult{}
+		err := tx.QueryRow(ctx, sqlUnsubscribe, l.Workspace, l.ID, email, id).Scan(&r.ContactID, &r.Email, &r.Removed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			r = UnsubscribeResult{}
 			return nil
 		}
 		return err
-	})
+	}
+	events, ids, err := s.inOutbox(ctx, l.Workspace, write, func() []ingest.Message { return announce.of(r) })
 	if err != nil {
 		return UnsubscribeResult{}, fmt.Errorf("unsubscribe from %s: %w", l.ID, err)
 	}
+	r.Events, r.Outbox = events, ids
 	return r, nil
 }
 
@@ -276,24 +308,25 @@ type ConfirmResult struct {
 	Email            string
 	ContactConfirmed bool            // the contact went PENDING -> ACTIVE
 	Lists            []ConfirmedList // memberships activated (empty on a repeat)
+	Announced
 }
 
 // Confirm activates every PENDING membership of contact id in ws at once,
 // and the contact itself when it is PENDING (spec 3.2). A repeated call
 // changes nothing and returns no lists. ErrContactNotFound when the contact
-// is gone.
-func (s *Store) Confirm(ctx context.Context, ws, id string) (ConfirmResult, error) {
+// is gone. The events announce builds go into the outbox with the change.
+func (s *Store) Confirm(ctx context.Context, ws, id string, announce Announce[ConfirmResult]) (ConfirmResult, error) {
 	var r ConfirmResult
-	err := retryTx(ctx, func() error {
+	write := func(tx pgx.Tx) error {
+		r = ConfirmResult{}
 		var lists []byte
-		err := s.pool.QueryRow(ctx, sqlConfirm, ws, id).Scan(&r.Email, &r.ContactConfirmed, &lists)
+		err := tx.QueryRow(ctx, sqlConfirm, ws, id).Scan(&r.Email, &r.ContactConfirmed, &lists)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrContactNotFound
 		}
 		if err != nil {
 			return fmt.Errorf("confirm contact %s: %w", id, err)
 		}
-		r.Lists = nil
 		if err := json.Unmarshal(lists, &r.Lists); err != nil {
 			return fmt.Errorf("confirm contact %s: decode lists: %w", id, err)
 		}
@@ -301,6 +334,11 @@ func (s *Store) Confirm(ctx context.Context, ws, id string) (ConfirmResult, erro
 			r.Lists[i].ConfirmedAt = r.Lists[i].ConfirmedAt.UTC()
 		}
 		return nil
-	})
-	return r, err
+	}
+	events, ids, err := s.inOutbox(ctx, ws, write, func() []ingest.Message { return announce.of(r) })
+	if err != nil {
+		return ConfirmResult{}, err
+	}
+	r.Events, r.Outbox = events, ids
+	return r, nil
 }

@@ -484,7 +484,7 @@ func TestDeepPagesMatchTheTruth(t *testing.T) {
 	}
 	rows.Close()
 	for _, id := range members {
-		if _, err := e.store.Subscribe(ctx, lr, contacts.Target{ID: id}); err != nil {
+		if _, err := e.store.Subscribe(ctx, lr, contacts.Target{ID: id}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

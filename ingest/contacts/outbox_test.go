@@ -45,8 +45,10 @@ func TestOutboxRelaysWhatAFailedPublishLeft(t *testing.T) {
 		}
 	}
 	e.mustCall(t, 503, "POST", "/api/v1/lists/"+l.ID+"/subscribe", key, map[string]any{"email": "c@example.com"}, nil)
-	if n := e.outboxRows(t, ws); n != 3 {
-		t.Fatalf("%d outbox rows after three committed, unpublished changes, want 3", n)
+	// b created, a updated, and c's creation, list membership and
+	// joined_list of the subscribe.
+	if n := e.outboxRows(t, ws); n != 5 {
+		t.Fatalf("%d outbox rows after three committed, unpublished writes, want 5", n)
 	}
 
 	pub, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: e.Brokers})
@@ -111,6 +113,9 @@ func TestOutboxRelaysWhatAFailedPublishLeft(t *testing.T) {
 			continue
 		}
 		seen[env.ID]++
+		if env.CausationID == "" {
+			t.Errorf("relayed %s %s carries no causation id (the request id)", env.Type, env.ID)
+		}
 		if want[env.ID] != env.Type {
 			t.Errorf("unexpected %s %s: %s", env.Type, env.ID, env.Payload)
 		}

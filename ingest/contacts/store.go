@@ -182,7 +182,7 @@ func (s *Store) Upsert(ctx context.Context, ws string, in UpsertInput) (UpsertRe
 
 // upsertArgs are the array parameters of upsert_contacts.sql.
 type upsertArgs struct {
-	ids, emails, firstNames, countries, languages, custom, sources, metadata, statuses []*string
+	ids, emails, firstNames, countries, languages, custom, sources, metadata, statuses, requestIDs []*string
 }
 
 func (a *upsertArgs) add(newID string, in UpsertInput, custom *string, status string) {
@@ -203,6 +203,7 @@ func (a *upsertArgs) add(newID string, in UpsertInput, custom *string, status st
 	a.sources = append(a.sources, source)
 	a.metadata = append(a.metadata, meta)
 	a.statuses = append(a.statuses, ptr(status))
+	a.requestIDs = append(a.requestIDs, ptr(in.RequestID))
 }
 
 // encodeCustom encodes a custom field patch for upsert_contacts.sql (nil
@@ -224,7 +225,7 @@ func (a *upsertArgs) queue(b *pgx.Batch, ws string, updateExisting bool, shard i
 	b.Queue(sqlGenericPlans)
 	b.Queue(sqlLockForCreate, ws, a.emails)
 	b.Queue(sqlUpsertContacts, ws, a.ids, a.emails, a.firstNames, a.countries, a.languages,
-		a.custom, a.sources, a.metadata, a.statuses, updateExisting, shard)
+		a.custom, a.sources, a.metadata, a.statuses, updateExisting, shard, a.requestIDs)
 }
 
 // readUpserts reads the three results upsertArgs.queue queued, in order,

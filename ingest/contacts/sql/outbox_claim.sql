@@ -1,12 +1,13 @@
 -- Claim up to $2 contact_outbox rows older than $1 seconds for the relay,
 -- oldest first, locked until the relay's transaction ends; rows another
--- relay holds are skipped. With each row, the contact's metadata (not kept
--- in the outbox: it never changes after creation).
+-- relay holds are skipped. With each contact upsert row (kind created or
+-- updated), the contact's metadata (not kept in the outbox: it never
+-- changes after creation); rows of kind envelope hold their whole envelope.
 SELECT o.id, o.workspace_id, o.kind, o.data, c.metadata
   FROM (SELECT * FROM contact_outbox
          WHERE created_at < now() - make_interval(secs => $1::float8)
          ORDER BY id
          LIMIT $2
            FOR UPDATE SKIP LOCKED) o
-  LEFT JOIN contacts c ON c.id = o.contact_id
+  LEFT JOIN contacts c ON c.id = o.contact_id AND o.kind <> 'envelope'
  ORDER BY o.id

@@ -4,8 +4,11 @@
 -- $6 language (NULL keeps the current value), $7 customFields patch as JSON
 -- text (a null value removes the key), $8 source and $9 metadata JSON
 -- (creation only), $10 status at creation. $11 false leaves existing
--- contacts untouched (list subscribe and sign-up forms create only). $12 is
--- the counter shard this statement bumps (one per concurrent statement).
+-- contacts untouched and writes no outbox rows (list subscribe and sign-up
+-- forms create only, and write all their events into the outbox themselves,
+-- in the same transaction). $12 is the counter shard this statement bumps
+-- (one per concurrent statement). $13 is each contact's request id (the
+-- causation id of its event).
 --
 -- Runs after lock_for_create.sql in the same transaction. New rows get their
 -- seq from the global contacts_seq. In a workspace with a contact limit they
@@ -19,8 +22,10 @@
 --
 -- Every created or updated contact also gets its contact_outbox row (the
 -- domain event, written in the same transaction; 0045_contact_outbox.sql):
--- the contact without metadata, which never changes after creation and is
--- read back from the contact when the relay rebuilds the event.
+-- {rid, contact, old} with the contact's fields under the JSON names of
+-- contacts.Contact (metadata aside: it never changes after creation and is
+-- read back from the contact when the relay rebuilds the event) and, for
+-- updates, the values before the update.
 --
 -- One row per input, in any order: ord, outcome (created, updated,
 -- unchanged, refused = over the contact limit, retry), the contact after the
@@ -28,11 +33,11 @@
 -- contact_outbox row (NULL when none was written).
 WITH input AS (
     SELECT t.ord, t.new_id, t.email, t.first_name, t.country, t.language,
-           t.custom_fields::jsonb AS custom_fields, t.source, t.metadata::jsonb AS metadata, t.status
+           t.custom_fields::jsonb AS custom_fields, t.source, t.metadata::jsonb AS metadata, t.status, t.rid
       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                  $7::text[], $8::text[], $9::text[], $10::text[])
+                  $7::text[], $8::text[], $9::text[], $10::text[], $13::text[])
            WITH ORDINALITY AS t(new_id, email, first_name, country, language,
-                                custom_fields, source, metadata, status, ord)
+                                custom_fields, source, metadata, status, rid, ord)
 ),
 existing AS (
     SELECT i.ord, c AS old
@@ -100,7 +105,7 @@ res AS (
                 WHEN a.ord IS NULL THEN 'refused'
                 ELSE 'retry' END AS outcome,
            coalesce(n.c, u.c, e.old) AS cur,
-           e.old
+           e.old, i.rid
       FROM input i
       LEFT JOIN ins n ON (n.c).email = i.email
       LEFT JOIN upd u ON (u.c).email = i.email
@@ -110,9 +115,18 @@ res AS (
 outbox AS (
     INSERT INTO contact_outbox (workspace_id, contact_id, kind, data)
     SELECT $1, (r.cur).id, r.outcome,
-           jsonb_build_object('contact', to_jsonb(r.cur) - 'metadata', 'old', to_jsonb(r.old) - 'metadata')
+           jsonb_build_object(
+               'rid', r.rid,
+               'contact', jsonb_build_object(
+                   'id', (r.cur).id, 'email', (r.cur).email, 'firstName', (r.cur).first_name,
+                   'country', (r.cur).country, 'language', (r.cur).language, 'status', (r.cur).status,
+                   'source', (r.cur).source, 'customFields', (r.cur).custom_fields,
+                   'createdAt', (r.cur).created_at, 'updatedAt', (r.cur).updated_at),
+               'old', CASE WHEN r.outcome = 'updated' THEN jsonb_build_object(
+                   'firstName', (r.old).first_name, 'country', (r.old).country,
+                   'language', (r.old).language, 'customFields', (r.old).custom_fields) END)
       FROM res r
-     WHERE r.outcome IN ('created', 'updated')
+     WHERE r.outcome IN ('created', 'updated') AND $11::boolean
     RETURNING id, contact_id
 )
 SELECT ord, outcome,
