@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"sendstream/deploy/broker"
+	"sendstream/deploy/mailsink"
 )
 
 // command is one subcommand: it runs until ctx is cancelled (by SIGINT or
@@ -31,7 +32,7 @@ var commands = map[string]command{
 	"migrate":  {"apply the Postgres and ClickHouse migrations, then exit", runMigrate},
 	"broker":   {"run the embedded Kafka-protocol broker (kfake) on a data dir", func(_ context.Context, args []string, _, _ io.Writer) error { return broker.Run(args) }},
 	"admin":    {"operator commands; output is one JSON object (see README)", runAdmin},
-	"mailsink": {"run a local SMTP sink with a web inbox (development)", runMailsink},
+	"mailsink": {"run a local SMTP sink with a web inbox (development)", mailsink.Run},
 }
 
 func main() {
