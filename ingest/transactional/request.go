@@ -18,12 +18,13 @@ import (
 	"sendstream/sinks/email/render"
 )
 
-// Limits of a send: those of spec 8.2, and the few the spec does not show
+// Limits of a send: those of spec 8.2, and the two the spec does not show
 // that something outside the request imposes (each documented with its
 // reason in the OpenAPI fragment). subject, templateId, language,
-// sendPolicy and the contact's text fields have no length of their own: an
-// unknown template or policy answers 404 or SEND_POLICY_NOT_FOUND as the
-// spec says, and the contact's values are bounded by
+// sendPolicy, attachment file names and content types and the contact's
+// text fields have no length of their own: an unknown template or policy
+// answers 404 or SEND_POLICY_NOT_FOUND as the spec says, the mail builder
+// folds long headers, and the contact's values are bounded by
 // contacts.MaxContactValues.
 const (
 	MaxDataBytes       = 256 << 10 // data, as sent (spec 8.2)
@@ -36,11 +37,11 @@ const (
 	// path (spec 2.4), which must fit the request line; 255 characters
 	// (up to 3 KB percent-encoded) as Stripe's and Resend's idempotency keys.
 	MaxExternalID = 255
-	// MaxFileName bounds an attachment's filename (what mail clients save
-	// it as: common file systems hold names of at most 255 characters),
-	// contentType (RFC 6838: type and subtype names of at most 127 each)
-	// and contentId (the Content-ID header, a word that cannot be folded).
-	MaxFileName = 255
+	// MaxContentID bounds an attachment's contentId: it becomes the
+	// Content-ID header, one word that cannot be folded, and "Content-ID:
+	// <…>" must fit a header line of 998 octets (RFC 5322 2.1.1). A
+	// filename and contentType of any length are folded (RFC 2231).
+	MaxContentID = 998 - len("Content-ID: <>")
 )
 
 // codeValidation is the code of 400 answers naming failing fields (the
@@ -373,9 +374,9 @@ func attachments(m map[string]jv, errs *fieldErrs) []schemas.Attachment {
 	for i, a := range list {
 		f := func(name string) string { return fmt.Sprintf("attachments[%d].%s", i, name) }
 		sub := &fieldErrs{}
-		name := str(a, "filename", MaxFileName, sub)
-		ctype := str(a, "contentType", MaxFileName, sub)
-		cid := str(a, "contentId", MaxFileName, sub)
+		name := str(a, "filename", noLimit, sub)
+		ctype := str(a, "contentType", noLimit, sub)
+		cid := str(a, "contentId", MaxContentID, sub)
 		content := str(a, "content", 1<<30, sub)
 		for j := range sub.fields {
 			errs.add("attachments["+fmt.Sprint(i)+"]."+sub.fields[j], strings.TrimPrefix(sub.msgs[j], sub.fields[j]+" "))

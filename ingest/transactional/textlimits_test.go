@@ -9,13 +9,14 @@ import (
 )
 
 // TestLengthLimitsCountCharacters: the limits the send keeps (externalId
-// and attachment file names, 255) count characters (JSON Schema's meaning
-// of maxLength), not UTF-8 bytes, on send and validate; one over names the
-// field once. Found by the bad-input suite (TestBadInputSuite): 255
-// two-byte characters were refused. The fields the spec gives no length
-// (subject, templateId, language, sendPolicy, the contact's text fields)
-// have none: a 2,000-character subject and contact first name are sent, a
-// long unknown template or policy answers as any unknown one does.
+// 255, an attachment's contentId 984) count characters (JSON Schema's
+// meaning of maxLength), not UTF-8 bytes, on send and validate; one over
+// names the field once. Found by the bad-input suite (TestBadInputSuite):
+// 255 two-byte characters were refused. The fields the spec gives no
+// length (subject, templateId, language, sendPolicy, file names, the
+// contact's text fields) have none: a 2,000-character subject, file name
+// and contact first name are sent, a long unknown template or policy
+// answers as any unknown one does.
 func TestLengthLimitsCountCharacters(t *testing.T) {
 	e := newEnv(t, envOpts{noStages: true})
 	ws, key := e.workspace(ingesttest.WorkspaceOpts{})
@@ -29,6 +30,9 @@ func TestLengthLimitsCountCharacters(t *testing.T) {
 	file := func(name string) []any {
 		return []any{map[string]any{"filename": name, "content": b64([]byte("hello"))}}
 	}
+	inline := func(cid string) []any {
+		return []any{map[string]any{"filename": "a.png", "content": b64([]byte("png")), "contentId": cid}}
+	}
 	long := strings.Repeat("é<", 1000) // 2,000 characters
 	for _, path := range []string{"/api/v1/transactional/validate", "/api/v1/transactional/send"} {
 		for _, c := range []struct {
@@ -38,7 +42,8 @@ func TestLengthLimitsCountCharacters(t *testing.T) {
 			{"subject of 2,000 characters", map[string]any{"subject": long}},
 			{"contact text fields of 2,000 characters", map[string]any{"contact": map[string]any{"firstName": long, "country": long, "language": long}, "language": long}},
 			{"externalId of 255 two-byte characters", map[string]any{"externalId": strings.Repeat("ü", 254) + path[len(path)-1:]}},
-			{"file name of 255 two-byte characters", map[string]any{"attachments": file(strings.Repeat("é", 251) + ".txt")}},
+			{"file name of 2,000 characters", map[string]any{"attachments": file(long + ".txt")}},
+			{"contentId of 984 characters", map[string]any{"attachments": inline(strings.Repeat("c", 984))}},
 		} {
 			if st, m := e.call("POST", path, key, base(c.over)); st != 200 && st != 201 {
 				t.Errorf("%s: %s answered %d %v", path, c.name, st, m)
@@ -49,7 +54,7 @@ func TestLengthLimitsCountCharacters(t *testing.T) {
 			over  map[string]any
 		}{
 			{"externalId", map[string]any{"externalId": strings.Repeat("ü", 256)}},
-			{"attachments[0].filename", map[string]any{"attachments": file(strings.Repeat("é", 252) + ".txt")}},
+			{"attachments[0].contentId", map[string]any{"attachments": inline(strings.Repeat("c", 985))}},
 		} {
 			st, m := e.call("POST", path, key, base(c.over))
 			if st != 400 || m["code"] != "validation_error" || !slices.Equal(fieldsOf(m), []string{c.field}) {
@@ -72,8 +77,8 @@ func TestLengthLimitsCountCharacters(t *testing.T) {
 		}
 	}
 	var n int
-	if err := e.pg.QueryRow(t.Context(), "SELECT count(*) FROM transactional_messages WHERE workspace_id = $1", ws).Scan(&n); err != nil || n != 4 {
-		t.Errorf("stored %d messages (%v), want the 4 accepted sends", n, err)
+	if err := e.pg.QueryRow(t.Context(), "SELECT count(*) FROM transactional_messages WHERE workspace_id = $1", ws).Scan(&n); err != nil || n != 5 {
+		t.Errorf("stored %d messages (%v), want the 5 accepted sends", n, err)
 	}
 	var first string
 	if err := e.pg.QueryRow(t.Context(), "SELECT first_name FROM contacts WHERE workspace_id = $1 AND first_name IS NOT NULL", ws).Scan(&first); err != nil || first != long {
