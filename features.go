@@ -54,6 +54,8 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 		Auth:    auth.NewCache(auth.NewStore(res.Postgres), auth.CacheConfig{TTL: cfg.KeyCacheTTL}),
 		Limiter: ratelimit.New(res.Postgres, ratelimit.Options{}),
 	})...)
+	// REST hooks: subscribe, delete, the event catalogue (ingest/webhooks).
+	routes = append(routes, webhookRoutes(res)...)
 	return routes
 }
 
