@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"sendstream/deploy/admincli"
+	"sendstream/admincli"
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"

@@ -9,6 +9,7 @@ const (
 	TopicContacts      = "sendstream.contacts.v1"      // contact and membership changes
 	TopicOptIn         = "sendstream.optin.v1"         // double opt-in confirmation emails to send
 	TopicTransactional = "sendstream.transactional.v1" // accepted sends awaiting delivery
+	TopicMessageStatus = "sendstream.messagestatus.v1" // status changes of transactional messages (message log)
 	TopicWebhooks      = "sendstream.webhooks.v1"      // workspace events to fan out to subscribers
 	TopicDeadLetter    = "sendstream.deadletter.v1"    // envelopes a stage gave up on
 )
@@ -16,5 +17,5 @@ const (
 // AllTopics lists every topic the pipeline uses, for creation at start-up.
 var AllTopics = []string{
 	TopicRequestLog, TopicEvents, TopicPageViews, TopicContacts, TopicOptIn,
-	TopicTransactional, TopicWebhooks, TopicDeadLetter,
+	TopicTransactional, TopicMessageStatus, TopicWebhooks, TopicDeadLetter,
 }

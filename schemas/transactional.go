@@ -10,9 +10,10 @@ import (
 // on TopicTransactional; the delivery stage renders and hands it to the
 // provider and records sent or failed; provider reports move it on to
 // delivered, bounced or complained. Every status change is published as
-// TypeTransactionalStatus on TopicTransactional (the messagelog stage writes
-// them to ClickHouse) and, when public, as a webhook envelope on
-// TopicWebhooks.
+// TypeTransactionalStatus on TopicMessageStatus (the messagestatus stage
+// writes them to ClickHouse; the delivery stage, which consumes
+// TopicTransactional, never reads them) and, when public, as a webhook
+// envelope on TopicWebhooks.
 //
 // Keys: every envelope of one message has the key "<workspace>:<messageId>",
 // so one message's envelopes stay in order.

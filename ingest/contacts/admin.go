@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 
-	"sendstream/deploy/admincli"
+	"sendstream/admincli"
 	"sendstream/ingest/auth"
 )
 

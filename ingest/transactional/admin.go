@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"sendstream/deploy/admincli"
+	"sendstream/admincli"
 	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"
 	"sendstream/schemas"

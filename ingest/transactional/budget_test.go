@@ -166,7 +166,7 @@ func TestRenderBudgetKeepsDeliveryFair(t *testing.T) {
 		t.Fatalf("failure reason %q, want %q", got["failureReason"], reason)
 	}
 	failed := false
-	for _, env := range e.waitEnvelopes(schemas.TopicTransactional, schemas.TypeTransactionalStatus, badWS, 1) {
+	for _, env := range e.waitEnvelopes(schemas.TopicMessageStatus, schemas.TypeTransactionalStatus, badWS, 1) {
 		if strings.Contains(string(env.Payload), `"failed"`) && strings.Contains(string(env.Payload), "loop iterations") {
 			failed = true
 		}

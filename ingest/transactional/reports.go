@@ -15,9 +15,9 @@ import (
 // Provider reports move sent messages to delivered, bounced or complained
 // (spec 3.1), suppress hard-bounced and complaining addresses, and publish
 // EMAIL_DELIVERED, EMAIL_BOUNCED and EMAIL_COMPLAINED plus a status envelope
-// for the ClickHouse message log. Each (message, status) happens at most
-// once, so the envelopes' ids derive from the message id and the status and
-// repeated reports publish nothing new.
+// on TopicMessageStatus for the ClickHouse message log. Each (message,
+// status) happens at most once, so the envelopes' ids derive from the
+// message id and the status and repeated reports publish nothing new.
 
 // providerReport is one report in Sendstream's terms.
 type providerReport struct {
@@ -116,7 +116,7 @@ func reportEnvelopes(res ReportResult, r providerReport) []ingest.Message {
 	return []ingest.Message{
 		{Topic: schemas.TopicWebhooks, Env: schemas.Envelope{ID: schemas.ChildID(res.MessageID, typ, 0), Workspace: res.Workspace,
 			Type: typ, Key: key, OccurredAt: at, CausationID: res.MessageID, Payload: wb}},
-		{Topic: schemas.TopicTransactional, Env: schemas.Envelope{ID: schemas.ChildID(res.MessageID, schemas.TypeTransactionalStatus+"/"+r.Status, 0),
+		{Topic: schemas.TopicMessageStatus, Env: schemas.Envelope{ID: schemas.ChildID(res.MessageID, schemas.TypeTransactionalStatus+"/"+r.Status, 0),
 			Workspace: res.Workspace, Type: schemas.TypeTransactionalStatus, Key: key, OccurredAt: at, CausationID: res.MessageID, Payload: sb}},
 	}
 }

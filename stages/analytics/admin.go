@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"sendstream/deploy/admincli"
+	"sendstream/admincli"
 )
 
 // AdminCommands is the events feature's operator command: the analytics

@@ -2,6 +2,8 @@ package delivery
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,12 +39,14 @@ func TestClaimStates(t *testing.T) {
 	insert("sent", "sent", "", 0)
 	insert("a", "queued", "", 0)
 	insert("b", "queued", "", 0)
-	s := &Stage{pg: pg, token: "me", cfg: Config{ClaimLease: time.Minute}}
+	s := newStore(pg, "me", time.Minute, 256)
+	defer s.close()
 
-	got, err := s.claim(ctx, []string{id("queued"), id("mine"), id("busy"), id("stale"), id("sent"), id("absent")})
+	claims, err := s.claimIDs(ctx, []string{id("queued"), id("mine"), id("busy"), id("stale"), id("sent"), id("absent")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := states(claims)
 	want := map[string]string{id("queued"): "claimed", id("mine"): "claimed", id("busy"): "busy", id("stale"): "stale", id("sent"): "done"}
 	if len(got) != len(want) {
 		t.Errorf("claim = %v, want %v", got, want)
@@ -72,20 +76,94 @@ func TestClaimStates(t *testing.T) {
 	}
 
 	// All claimable, one given twice: one update claims them.
-	got, err = s.claim(ctx, []string{id("a"), id("b"), id("a")})
+	claims, err = s.claimIDs(ctx, []string{id("a"), id("b"), id("a")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	got = states(claims)
 	if len(got) != 2 || got[id("a")] != "claimed" || got[id("b")] != "claimed" {
 		t.Errorf("claim = %v, want a and b claimed", got)
 	}
 	// Another worker finds them busy.
-	other := &Stage{pg: pg, token: "other", cfg: Config{ClaimLease: time.Minute}}
-	got, err = other.claim(ctx, []string{id("a"), id("b")})
+	other := newStore(pg, "other", time.Minute, 256)
+	defer other.close()
+	claims, err = other.claimIDs(ctx, []string{id("a"), id("b")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	got = states(claims)
 	if got[id("a")] != "busy" || got[id("b")] != "busy" {
 		t.Errorf("another worker's claim = %v, want both busy", got)
+	}
+}
+
+// states maps each claimed id to its state.
+func states(claims map[string]claim) map[string]string {
+	out := make(map[string]string, len(claims))
+	for id, c := range claims {
+		out[id] = c.state
+	}
+	return out
+}
+
+// TestClaimsShareStatements: concurrent claims through the batcher each
+// get their own message's state, and a done message reports its outcome
+// (for the outputs of a redelivered envelope).
+func TestClaimsShareStatements(t *testing.T) {
+	pg := stack.PG(t)
+	ctx := context.Background()
+	ws, _, err := auth.NewStore(pg).CreateWorkspace(ctx, auth.NewWorkspace{Name: "batched claims", Plan: "pro"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 40 {
+		id := fmt.Sprintf("%s-b%d", ws, i)
+		ids = append(ids, id)
+		status := "queued"
+		if i%4 == 3 {
+			status = "sent"
+		}
+		if _, err := pg.Exec(ctx, `INSERT INTO transactional_messages (id, workspace_id, to_email, rfc_message_id, policy_id, status, sent_at)
+			VALUES ($1, $2, 'to@example.test', $1 || '@example.test', 'policy', $3, CASE WHEN $3 = 'sent' THEN now() END)`, id, ws, status); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newStore(pg, "batch", time.Minute, 256)
+	defer s.close()
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := s.claim(ctx, id)
+			switch {
+			case err != nil:
+				t.Errorf("%s: %v", id, err)
+			case i%4 == 3 && (c.state != stateDone || c.sentAt == nil):
+				t.Errorf("%s: %+v, want done with its sent time", id, c)
+			case i%4 != 3 && c.state != stateClaimed:
+				t.Errorf("%s: %+v, want claimed", id, c)
+			}
+		}()
+	}
+	wg.Wait()
+	// Finishing through the batcher records each outcome once.
+	for i, id := range ids {
+		if i%4 == 3 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := s.finish(ctx, finishIn{id: id, status: "sent"})
+			if err != nil || !f.ok || f.at.IsZero() {
+				t.Errorf("finish %s: %+v %v", id, f, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if f, err := s.finish(ctx, finishIn{id: ids[0], status: "sent"}); err != nil || f.ok {
+		t.Errorf("a second finish of one claim: %+v %v; want nothing recorded", f, err)
 	}
 }

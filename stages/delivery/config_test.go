@@ -20,9 +20,9 @@ func TestConfigFromSettingsAndValidate(t *testing.T) {
 	}
 	for name, bad := range map[string]func(*Config){
 		"no secret":   func(c *Config) { c.Secret = "" },
-		"no workers":  func(c *Config) { c.Workers = 0 },
+		"no batch":    func(c *Config) { c.BatchMax = 0 },
 		"short lease": func(c *Config) { c.ClaimLease = time.Millisecond },
-		"retry order": func(c *Config) { c.RetryMax = c.RetryMin / 2 },
+		"bad budget":  func(c *Config) { c.Render.Timeout = -1 },
 	} {
 		cc := c
 		bad(&cc)

@@ -3,9 +3,9 @@ package delivery
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
@@ -21,7 +21,7 @@ func TestHandleRefusesPayloadsThatAreNotJSON(t *testing.T) {
 	if reg, ok := pipeline.Lookup(Name); !ok || !reg.UncheckedPayload {
 		t.Fatal("the stage is registered without UncheckedPayload; this test would not matter")
 	}
-	s := &Stage{sources: schemas.NewSourceCache(1<<20, false), inflight: map[string]bool{}}
+	s := &Stage{sources: schemas.NewSourceCache(1<<20, false)}
 	long := strings.Repeat("x", 600)
 	for _, payload := range []string{
 		`{"to":"a@b.test","other":"` + "\x01" + `"}`,
@@ -36,9 +36,6 @@ func TestHandleRefusesPayloadsThatAreNotJSON(t *testing.T) {
 			t.Errorf("Handle(%q) = %v, want a permanent error", payload, err)
 		}
 	}
-	if len(s.inflight) != 0 {
-		t.Fatalf("refused envelopes left in hand: %v", s.inflight)
-	}
 }
 
 // gatedProvider is a provider whose breaker is open: any send is a test
@@ -52,20 +49,30 @@ func (p gatedProvider) Send(context.Context, *email.Message) (email.Receipt, err
 	return email.Receipt{}, errors.New("blocked")
 }
 
-// TestBlockedProviderTakesNothing: while a provider's breaker is open, its
-// messages in hand wait in memory; none is claimed in Postgres (the stage
-// has no pool here: a claim would panic), rendered or sent.
+// TestBlockedProviderTakesNothing: while a provider's breaker is open,
+// Handle returns an error wrapping pipeline.ErrBreakerOpen (the runner
+// waits without using up the envelope's retries) and claims nothing in
+// Postgres (the stage has no store here: a claim would panic), renders
+// nothing and sends nothing.
 func TestBlockedProviderTakesNothing(t *testing.T) {
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	s := &Stage{cfg: Config{RetryMin: time.Hour, RetryMax: time.Hour, Now: time.Now}, providers: map[string]email.Provider{"gated": gatedProvider{t}},
-		queue: make(chan *job, 4), runCtx: ctx}
-	batch := []*job{{p: schemas.SendPayload{MessageID: "m1", Policy: schemas.PolicyRef{Provider: "gated"}}},
-		{p: schemas.SendPayload{MessageID: "m2", Policy: schemas.PolicyRef{Provider: "gated"}}}}
-	s.process(batch)
-	for _, j := range batch {
-		if j.attempts != 1 || j.notBefore.IsZero() {
-			t.Errorf("%s: attempts %d, not before %v; want it put back for later", j.p.MessageID, j.attempts, j.notBefore)
-		}
+	s := &Stage{sources: schemas.NewSourceCache(1<<20, false), providers: map[string]email.Provider{"gated": gatedProvider{t}}}
+	payload := `{"messageId":"m1","to":"a@b.test","policy":{"id":"p","provider":"gated"},"subject":"s","html":"<p>x</p>"}`
+	_, err := s.Handle(context.Background(), schemas.Envelope{ID: "m1", Workspace: "ws", Type: schemas.TypeTransactionalSend, Payload: []byte(payload)})
+	if !errors.Is(err, pipeline.ErrBreakerOpen) || pipeline.IsPermanent(err) {
+		t.Fatalf("Handle = %v, want an error wrapping ErrBreakerOpen", err)
+	}
+}
+
+// TestOtherEnvelopesAreSkipped: the stage reads only sends; a status
+// envelope (which goes to a topic of its own anyway) is skipped unread.
+func TestOtherEnvelopesAreSkipped(t *testing.T) {
+	s := &Stage{}
+	outs, err := s.Handle(context.Background(), schemas.Envelope{ID: "x", Type: schemas.TypeTransactionalStatus, Payload: []byte(`not json`)})
+	if err != nil || outs != nil {
+		t.Errorf("Handle(status) = %v, %v; want skipped", outs, err)
+	}
+	if reg, _ := pipeline.Lookup(Name); reg.Consumes != schemas.TopicTransactional || reg.Concurrency < 2 ||
+		slices.Contains(reg.Produces, schemas.TopicTransactional) || reg.Route(schemas.Envelope{Type: schemas.TypeTransactionalStatus}) != schemas.TopicMessageStatus {
+		t.Errorf("registration %+v: want keyed, reading sends, statuses to TopicMessageStatus and nothing back to its own topic", reg)
 	}
 }

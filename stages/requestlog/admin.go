@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"sendstream/deploy/admincli"
+	"sendstream/admincli"
 	chsink "sendstream/sinks/clickhouse"
 )
 

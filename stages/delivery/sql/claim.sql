@@ -6,8 +6,10 @@
 --   stale:   claimed by another worker longer than the lease ago: that
 --            worker died mid hand-off, so the outcome is unknown and the
 --            message is failed rather than risk sending it twice.
+-- Then what a done message's outcome was (its sent or failure time and
+-- reason), so that a redelivered envelope returns the same outputs.
 WITH cand AS (
-    SELECT m.id, m.status, m.claim_token, m.claimed_at
+    SELECT m.id, m.status, m.claim_token, m.claimed_at, m.sent_at, m.failed_at, m.failure_reason
       FROM transactional_messages m
      WHERE m.id = ANY ($1::text[])
      ORDER BY m.id
@@ -27,11 +29,13 @@ stale AS (
       FROM cand c
      WHERE t.id = c.id AND c.status = 'queued' AND c.claim_token IS NOT NULL AND c.claim_token <> $2
        AND c.claimed_at < now() - make_interval(secs => $3)
-    RETURNING t.id
+    RETURNING t.id, t.failed_at
 )
 SELECT c.id,
        CASE WHEN c.id IN (SELECT id FROM claimed) THEN 'claimed'
             WHEN c.id IN (SELECT id FROM stale) THEN 'stale'
             WHEN c.status <> 'queued' THEN 'done'
-            ELSE 'busy' END
+            ELSE 'busy' END,
+       c.status, c.sent_at, coalesce((SELECT s.failed_at FROM stale s WHERE s.id = c.id), c.failed_at),
+       coalesce(c.failure_reason, '')
   FROM cand c

@@ -1,0 +1,87 @@
+package delivery
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"sendstream/schemas"
+)
+
+// This file builds what Handle returns for a recorded outcome: the
+// transactional.status.v1 envelope (TopicMessageStatus, for the ClickHouse
+// message log) and, for a sent message, TRANSACTIONAL_SENT (TopicWebhooks).
+// Their ids derive from the message id and the status, so a redelivered
+// envelope returns the same envelopes and every copy collapses downstream.
+
+// route files outputs: status changes to TopicMessageStatus, webhook
+// envelopes to TopicWebhooks.
+func route(out schemas.Envelope) string {
+	if out.Type == schemas.TypeTransactionalStatus {
+		return schemas.TopicMessageStatus
+	}
+	return schemas.TopicWebhooks
+}
+
+// result is the recorded outcome of one message.
+type result struct {
+	status     string // schemas.MessageSent or MessageFailed
+	reason     string // why it failed
+	providerID string // the transport's id of a sent message
+	refused    []string
+	at         time.Time // when it was recorded
+}
+
+// outputs returns the envelopes announcing r for the message of env and p.
+func outputs(env schemas.Envelope, p *schemas.SendPayload, r result) ([]schemas.Envelope, error) {
+	at := r.at.UTC()
+	ws := env.Workspace
+	key := ws + ":" + p.MessageID
+	provider := providerName(p.Policy.Provider)
+	sp := schemas.StatusPayload{MessageID: p.MessageID, Status: r.status, At: at, To: p.To, ExternalID: p.ExternalID,
+		TemplateID: p.TemplateID, PolicyID: p.Policy.ID, Provider: provider, Detail: r.reason}
+	if r.status == schemas.MessageSent && len(r.refused) > 0 {
+		sp.Detail = "refused copies: " + strings.Join(r.refused, ", ")
+	}
+	sb, err := schemas.AppendStatusPayload(make([]byte, 0, 256), &sp)
+	if err != nil {
+		return nil, fmt.Errorf("delivery: status of %s: %w", p.MessageID, err)
+	}
+	outs := []schemas.Envelope{{ID: schemas.ChildID(p.MessageID, schemas.TypeTransactionalStatus+"/"+r.status, 0),
+		Workspace: ws, Type: schemas.TypeTransactionalStatus, Key: key, OccurredAt: at, CausationID: env.ID,
+		Traceparent: env.Traceparent, Payload: sb}}
+	if r.status == schemas.MessageSent {
+		hb, err := schemas.AppendMessageEventData(make([]byte, 0, 192), &schemas.MessageEventData{MessageID: p.MessageID,
+			RFCMessageID: p.RFCMessageID, Email: p.To, ExternalID: p.ExternalID, Provider: provider, OccurredAt: at})
+		if err != nil {
+			return nil, fmt.Errorf("delivery: TRANSACTIONAL_SENT of %s: %w", p.MessageID, err)
+		}
+		outs = append(outs, schemas.Envelope{ID: schemas.ChildID(p.MessageID, schemas.TypeWebhookTransactionalSent, 0),
+			Workspace: ws, Type: schemas.TypeWebhookTransactionalSent, Key: key, OccurredAt: at, CausationID: env.ID,
+			Traceparent: env.Traceparent, Payload: hb})
+	}
+	return outs, nil
+}
+
+// doneResult is the recorded outcome of a message claim found no longer
+// queued, for the outputs of a redelivered envelope (its first handling
+// may have recorded the outcome and stopped before the runner published):
+// sent when it was sent, failed when delivery failed it, none (ok false)
+// when nothing this stage announces happened.
+func doneResult(c claim) (result, bool) {
+	switch {
+	case c.sentAt != nil:
+		return result{status: schemas.MessageSent, at: *c.sentAt}, true
+	case c.status == schemas.MessageFailed && c.failedAt != nil:
+		return result{status: schemas.MessageFailed, reason: c.reason, at: *c.failedAt}, true
+	}
+	return result{}, false
+}
+
+// providerName is the provider a policy names ("smtp" when none).
+func providerName(name string) string {
+	if name == "" {
+		return "smtp"
+	}
+	return name
+}
