@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"sendstream/ingest/auth"
 	"sendstream/ingest/ratelimit"
@@ -100,9 +101,15 @@ type Deps struct {
 	// Ready reports whether the process can serve (Postgres, ClickHouse,
 	// Kafka); /readyz answers 503 with its error. Nil means always ready.
 	Ready func(ctx context.Context) error
-	// Metrics is the registry HTTP metrics go to and /metrics serves
-	// (default pipeline.DefaultMetrics).
-	Metrics *pipeline.Registry
+	// Metrics is where the HTTP metrics are registered (default
+	// prometheus.DefaultRegisterer, where the producer, the stage runner
+	// and the breakers register theirs too).
+	Metrics prometheus.Registerer
+	// Gatherer is what /metrics serves (default: Metrics when it is also a
+	// Gatherer, as a *prometheus.Registry is, else
+	// prometheus.DefaultGatherer, which includes the Go runtime and
+	// process collectors).
+	Gatherer prometheus.Gatherer
 	// ExtraMetrics, when set, appends more Prometheus text to /metrics.
 	ExtraMetrics func(w io.Writer)
 	// Auth overrides credential resolution (default: auth.Store on PG).

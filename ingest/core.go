@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
 	"github.com/valyala/fasthttp"
 
 	"sendstream/schemas"
@@ -46,8 +47,8 @@ type health struct {
 // coreRoutes are the routes every server has: operations at the site root
 // and the identity and OpenAPI endpoints.
 func (s *Server) coreRoutes() []Route {
-	s.deps.Metrics.GaugeFunc(metricAuthCache, func() float64 { h, _ := s.auth.Stats(); return float64(h) }, "result", "hit")
-	s.deps.Metrics.GaugeFunc(metricAuthCache, func() float64 { _, m := s.auth.Stats(); return float64(m) }, "result", "miss")
+	authCacheGauge(s.deps.Metrics, "hit", func() float64 { h, _ := s.auth.Stats(); return float64(h) })
+	authCacheGauge(s.deps.Metrics, "miss", func() float64 { _, m := s.auth.Stats(); return float64(m) })
 	return []Route{
 		{Method: "GET", Path: "/healthz", Credential: CredNone, Handle: func(*Call) Result {
 			return OK(200, health{Status: "ok"})
@@ -119,15 +120,30 @@ func sameSecret(got []byte, want string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
+// metricsFormat is the Prometheus text exposition format, version 0.0.4.
+var metricsFormat = expfmt.NewFormat(expfmt.TypeTextPlain)
+
+// metricsAnswer gathers Deps.Gatherer and writes it in the Prometheus text
+// format, families sorted by name.
 func (s *Server) metricsAnswer() Result {
+	mfs, err := s.deps.Gatherer.Gather()
+	if err != nil && len(mfs) == 0 {
+		return Fail(500, "internal_error", "gathering metrics: "+err.Error())
+	}
+	if err != nil { // one collector failed: serve the rest, as promhttp does by default
+		s.log.Warn("gathering metrics", "err", err)
+	}
 	var b bytes.Buffer
-	if err := s.deps.Metrics.WritePrometheus(&b); err != nil {
-		return Fail(500, "internal_error", "writing metrics: "+err.Error())
+	enc := expfmt.NewEncoder(&b, metricsFormat)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return Fail(500, "internal_error", "writing metrics: "+err.Error())
+		}
 	}
 	if s.deps.ExtraMetrics != nil {
 		s.deps.ExtraMetrics(&b)
 	}
-	return Result{Status: 200, Raw: b.Bytes(), ContentType: "text/plain; version=0.0.4; charset=utf-8"}
+	return Result{Status: 200, Raw: b.Bytes(), ContentType: string(metricsFormat)}
 }
 
 // ServeMetrics serves GET /metrics, without a token, on ln (a separate,

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"sendstream/ingest"
 	"sendstream/ingest/ingesttest"
-	"sendstream/pipeline"
 )
 
 func gz(t *testing.T, b []byte) []byte {
@@ -225,7 +226,7 @@ func TestMetricsAreNotPublic(t *testing.T) {
 	}
 
 	// A separate listener, without a token.
-	reg := pipeline.NewRegistry()
+	reg := prometheus.NewRegistry()
 	srv, err := ingest.New(ingest.Config{}, ingest.Deps{PG: h.PG, Publisher: h.Publisher, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)

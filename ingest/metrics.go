@@ -1,11 +1,13 @@
 package ingest
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
 
-	"sendstream/pipeline"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metric names of the HTTP tier.
@@ -17,40 +19,79 @@ const (
 	metricAuthCache  = "sendstream_auth_cache_total"
 )
 
-// serverMetrics holds the HTTP metrics, resolved once per route so the hot
-// path only does atomic adds.
+// durationBuckets are the buckets of the request-duration histogram:
+// seconds, from 100µs to 10s.
+var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// serverMetrics holds the HTTP metrics, resolved once per route (and per
+// status on its first use) so the hot path only does atomic adds.
 type serverMetrics struct {
-	reg        *pipeline.Registry
-	unmatched  *pipeline.Counter
-	logDropped *pipeline.Counter
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	unmatched  prometheus.Counter
+	logDropped prometheus.Counter
 }
 
-func newServerMetrics(reg *pipeline.Registry) *serverMetrics {
-	reg.Help(metricRequests, "HTTP requests answered, by route and status.")
-	reg.Help(metricDuration, "Seconds from reading a request to writing its answer, by route.")
-	reg.Help(metricUnmatched, "Requests that matched no route (404) or no method (405).")
-	reg.Help(metricLogDropped, "Request-log records of non-2xx answers dropped (queue full or publish failed).")
-	reg.Help(metricAuthCache, "Credential cache lookups by result (hit or miss).")
+func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 	return &serverMetrics{
-		reg:        reg,
-		unmatched:  reg.Counter(metricUnmatched),
-		logDropped: reg.Counter(metricLogDropped),
+		requests: registered(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: metricRequests, Help: "HTTP requests answered, by route and status.",
+		}, []string{"method", "route", "status"})),
+		duration: registered(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: metricDuration, Help: "Seconds from reading a request to writing its answer, by route.", Buckets: durationBuckets,
+		}, []string{"method", "route"})),
+		unmatched: registered(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: metricUnmatched, Help: "Requests that matched no route (404) or no method (405).",
+		})),
+		logDropped: registered(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: metricLogDropped, Help: "Request-log records of non-2xx answers dropped (queue full or publish failed).",
+		})),
 	}
 }
 
+// authCacheGauge registers the gauge sendstream_auth_cache_total{result}
+// read from fn at every scrape, replacing one an earlier Server of the same
+// registerer registered.
+func authCacheGauge(reg prometheus.Registerer, result string, fn func() float64) {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: metricAuthCache, Help: "Credential cache lookups by result (hit or miss).",
+		ConstLabels: prometheus.Labels{"result": result},
+	}, fn)
+	reg.Unregister(g)
+	_ = reg.Register(g)
+}
+
+// registered registers c with reg and returns it, or returns the collector
+// already registered there with the same descriptors (a second Server in
+// one process shares the series of the first). It panics when reg holds a
+// different metric under the same name.
+func registered[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var dup prometheus.AlreadyRegisteredError
+	if errors.As(err, &dup) {
+		if prev, ok := dup.ExistingCollector.(C); ok {
+			return prev
+		}
+	}
+	panic(fmt.Sprintf("ingest: register metrics: %v", err))
+}
+
 // routeMetrics are one route's series: a latency histogram and request
-// counters by status, each resolved on first use.
+// counters by status, each status resolved on its first use.
 type routeMetrics struct {
-	reg          *pipeline.Registry
+	requests     *prometheus.CounterVec
 	method, path string
-	hist         *pipeline.Histogram
-	byStatus     [600]atomic.Pointer[pipeline.Counter]
+	hist         prometheus.Observer
+	byStatus     [600]atomic.Pointer[prometheus.Counter]
 }
 
 func (m *serverMetrics) route(method, path string) *routeMetrics {
 	return &routeMetrics{
-		reg: m.reg, method: method, path: path,
-		hist: m.reg.Histogram(metricDuration, nil, "method", method, "route", path),
+		requests: m.requests, method: method, path: path,
+		hist: m.duration.WithLabelValues(method, path),
 	}
 }
 
@@ -61,8 +102,9 @@ func (r *routeMetrics) observe(status int, d time.Duration) {
 	}
 	c := r.byStatus[status].Load()
 	if c == nil {
-		c = r.reg.Counter(metricRequests, "method", r.method, "route", r.path, "status", strconv.Itoa(status))
+		counter := r.requests.WithLabelValues(r.method, r.path, strconv.Itoa(status))
+		c = &counter
 		r.byStatus[status].Store(c)
 	}
-	c.Inc()
+	(*c).Inc()
 }

@@ -259,7 +259,7 @@ func (s *Server) publishLogs(batch []schemas.Envelope) {
 	ctx, cancel := context.WithTimeout(s.base, 30*time.Second)
 	defer cancel()
 	if err := s.deps.Publisher.Publish(ctx, schemas.TopicRequestLog, batch...); err != nil {
-		s.metrics.logDropped.Add(uint64(len(batch)))
+		s.metrics.logDropped.Add(float64(len(batch)))
 		s.log.Warn("request-log records of non-2xx answers lost", "count", len(batch), "err", err)
 	}
 }

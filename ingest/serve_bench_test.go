@@ -5,10 +5,10 @@ import (
 	"net"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"sendstream/ingest/auth"
-	"sendstream/pipeline"
 	"sendstream/schemas"
 )
 
@@ -31,7 +31,7 @@ func (o oneKey) Resolve(_ context.Context, kind string, h [32]byte) (auth.Identi
 // is off.
 func BenchmarkServeMe(b *testing.B) {
 	key := "ss_live_" + "0123456789012345678901234567890123456789"
-	s, err := New(Config{}, Deps{Auth: oneKey{auth.Hash(key)}, Publisher: nopPublisher{}, Metrics: pipeline.NewRegistry()})
+	s, err := New(Config{}, Deps{Auth: oneKey{auth.Hash(key)}, Publisher: nopPublisher{}, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}

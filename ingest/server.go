@@ -13,11 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"sendstream/ingest/auth"
 	"sendstream/ingest/ratelimit"
-	"sendstream/pipeline"
 	"sendstream/schemas"
 )
 
@@ -67,7 +67,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.Logger = slog.Default()
 	}
 	if deps.Metrics == nil {
-		deps.Metrics = pipeline.DefaultMetrics
+		deps.Metrics = prometheus.DefaultRegisterer
+	}
+	if deps.Gatherer == nil {
+		deps.Gatherer = prometheus.DefaultGatherer
+		if g, ok := deps.Metrics.(prometheus.Gatherer); ok {
+			deps.Gatherer = g
+		}
 	}
 	src := deps.Auth
 	if src == nil {

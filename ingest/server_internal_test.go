@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"sendstream/ingest/auth"
-	"sendstream/pipeline"
 	"sendstream/schemas"
 )
 
@@ -64,7 +64,7 @@ func do(s *Server, method, path, key, body string) (int, []byte) {
 func TestPublishFailureAnswers503AndPanicsAnswer500(t *testing.T) {
 	key := "ss_live_" + "0123456789012345678901234567890123456789"
 	pub := &recPublisher{fail: map[string]bool{schemas.TopicEvents: true}}
-	s, err := New(Config{}, Deps{Auth: oneKey{auth.Hash(key)}, Publisher: pub, Metrics: pipeline.NewRegistry(),
+	s, err := New(Config{}, Deps{Auth: oneKey{auth.Hash(key)}, Publisher: pub, Metrics: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"sendstream/ingest/auth"
-	"sendstream/pipeline"
 	"sendstream/schemas"
 )
 
@@ -109,7 +110,7 @@ func FuzzQueryAndPathText(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	key := "ss_live_" + "0123456789012345678901234567890123456789"
-	s, err := New(Config{}, Deps{Auth: oneKey{auth.Hash(key)}, Publisher: nopPublisher{}, Metrics: pipeline.NewRegistry(),
+	s, err := New(Config{}, Deps{Auth: oneKey{auth.Hash(key)}, Publisher: nopPublisher{}, Metrics: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		f.Fatal(err)

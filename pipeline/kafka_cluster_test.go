@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -139,7 +140,7 @@ func TestSecuredClusterRefusesPlaintextAndWrongPassword(t *testing.T) {
 		"no client cert": func() KafkaSecurity { s := sc.sec; s.CertFile, s.KeyFile = "", ""; return s }(),
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		p, err := NewProducer(ctx, ProducerConfig{Brokers: sc.brokers, Security: sec, Metrics: NewRegistry()})
+		p, err := NewProducer(ctx, ProducerConfig{Brokers: sc.brokers, Security: sec, Metrics: prometheus.NewRegistry()})
 		cancel()
 		if err == nil {
 			p.Close()
@@ -160,7 +161,7 @@ func TestProduceConsumeTLSSCRAMWhileLeadersMove(t *testing.T) {
 	sc := newSecuredCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := NewProducer(ctx, ProducerConfig{Brokers: sc.brokers, TopicPrefix: "sec.", Security: sc.sec, Metrics: NewRegistry()})
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: sc.brokers, TopicPrefix: "sec.", Security: sc.sec, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}
@@ -319,11 +320,11 @@ func TestProduceConsumeTLSSCRAMWhileLeadersMove(t *testing.T) {
 			}
 		}
 	}
-	if m := p.mMessages.Value(); m != uint64(len(acked)) {
+	if m := counterValue(p.m.messages); m != uint64(len(acked)) {
 		t.Fatalf("messages metric %d, acked %d", m, len(acked))
 	}
 	t.Logf("%d envelopes acked in %v with %d leader moves; %d consumed records, %d duplicates by envelope id, %d produce requests",
-		len(acked), elapsed.Round(time.Millisecond), moves, len(acked)+dups, dups, p.mBatches.Value())
+		len(acked), elapsed.Round(time.Millisecond), moves, len(acked)+dups, dups, counterValue(p.m.batches))
 }
 
 // TestRunConsumesOverTLSSCRAM: the stage runner's consumers take
@@ -334,7 +335,7 @@ func TestRunConsumesOverTLSSCRAM(t *testing.T) {
 	sc := newSecuredCluster(t, tPrefix+tIn, tPrefix+tOut, tPrefix+schemas.TopicDeadLetter)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := NewProducer(ctx, ProducerConfig{Brokers: sc.brokers, TopicPrefix: tPrefix, Security: sc.sec, Metrics: NewRegistry()})
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: sc.brokers, TopicPrefix: tPrefix, Security: sc.sec, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -44,7 +45,7 @@ func newTestProducer(t testing.TB, brokers []string, prefix string) *Producer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, TopicPrefix: prefix, Metrics: NewRegistry()})
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, TopicPrefix: prefix, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}

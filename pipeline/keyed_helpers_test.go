@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -170,7 +171,7 @@ func keyedRunConfig(brokers []string, prefix string, p pipeline.Publisher, stage
 		FlushInterval: 100 * time.Millisecond, DrainTimeout: 5 * time.Second,
 		MaxWait: 100 * time.Millisecond, SessionTimeout: 2 * time.Second, RebalanceTimeout: 2 * time.Second,
 		HeartbeatInterval: 200 * time.Millisecond, JoinGroupBackoff: 100 * time.Millisecond,
-		Metrics: pipeline.NewRegistry(),
+		Metrics: prometheus.NewRegistry(),
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }

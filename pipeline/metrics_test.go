@@ -1,85 +1,75 @@
 package pipeline
 
 import (
+	"bytes"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
-func TestRegistryPrometheusText(t *testing.T) {
-	r := NewRegistry()
-	r.Help("http_requests_total", "Requests served.")
-	c := r.Counter("http_requests_total", "route", "/v1/events", "code", "202")
-	if r.Counter("http_requests_total", "route", "/v1/events", "code", "202") != c {
-		t.Fatal("same name and labels must resolve to the same counter")
+// counterValue reads a counter.
+func counterValue(c prometheus.Counter) uint64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := 0; j < 1000; j++ {
-				c.Inc()
-			}
-		}()
-	}
-	wg.Wait()
-	r.Counter("http_requests_total", "route", `we"ird\path`, "code", "500").Add(2)
-	g := r.Gauge("lag", "stage", "events")
-	g.Set(5)
-	g.Add(-2.5)
-	h := r.Histogram("flush_seconds", []float64{0.1, 1}, "stage", "events")
-	h.Observe(0.05)
-	h.Observe(0.5)
-	h.Observe(3)
-	r.GaugeFunc("up", func() float64 { return 1 })
-
-	got := metricsText(t, r)
-	want := `# TYPE flush_seconds histogram
-flush_seconds_bucket{stage="events",le="0.1"} 1
-flush_seconds_bucket{stage="events",le="1"} 2
-flush_seconds_bucket{stage="events",le="+Inf"} 3
-flush_seconds_sum{stage="events"} 3.55
-flush_seconds_count{stage="events"} 3
-# HELP http_requests_total Requests served.
-# TYPE http_requests_total counter
-http_requests_total{route="/v1/events",code="202"} 8000
-http_requests_total{route="we\"ird\\path",code="500"} 2
-# TYPE lag gauge
-lag{stage="events"} 2.5
-# TYPE up gauge
-up 1
-`
-	if got != want {
-		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
-	}
+	return uint64(m.GetCounter().GetValue())
 }
 
-func TestRegistryKindMismatchPanics(t *testing.T) {
-	r := NewRegistry()
-	r.Counter("x")
+// metricsText gathers reg (a *prometheus.Registry) in the text format.
+func metricsText(t *testing.T, reg prometheus.Registerer) string {
+	t.Helper()
+	mfs, err := reg.(prometheus.Gatherer).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.String()
+}
+
+// Two runners (or producers) on one registerer share the families; a
+// registerer holding another metric under a name the pipeline uses is a
+// programming error.
+func TestMetricsSharedPerRegisterer(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, b := newRunnerMetrics(reg), newRunnerMetrics(reg)
+	a.processed.WithLabelValues("x").Inc()
+	b.processed.WithLabelValues("x").Add(2)
+	a.handleSeconds.WithLabelValues("x").Observe(0.003)
+	pa, pb := newProducerMetrics(reg), newProducerMetrics(reg)
+	pa.messages.Inc()
+	if pa.messages != pb.messages || counterValue(pb.messages) != 1 {
+		t.Fatal("producers on one registerer must share their counters")
+	}
+	text := metricsText(t, reg)
+	for _, want := range []string{
+		"# HELP sendstream_stage_processed_total Envelopes handled successfully.\n# TYPE sendstream_stage_processed_total counter\n",
+		`sendstream_stage_processed_total{stage="x"} 3`,
+		`sendstream_stage_handle_seconds_bucket{stage="x",le="0.0025"} 0`,
+		`sendstream_stage_handle_seconds_bucket{stage="x",le="0.005"} 1`,
+		"# TYPE sendstream_producer_ack_seconds histogram",
+		"sendstream_producer_messages_total 1",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q:\n%s", want, text)
+		}
+	}
+
+	clash := prometheus.NewRegistry()
+	clash.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "sendstream_producer_messages_total", Help: "x"}))
 	defer func() {
 		if recover() == nil {
-			t.Fatal("a gauge named like a counter must panic")
+			t.Fatal("a clashing metric must panic")
 		}
 	}()
-	r.Gauge("x")
-}
-
-func TestRegistryOddLabelsPanics(t *testing.T) {
-	defer func() {
-		if v := recover(); v == nil || !strings.Contains(v.(string), "pairs") {
-			t.Fatalf("odd labels: %v", v)
-		}
-	}()
-	NewRegistry().Counter("x", "stage")
-}
-
-func BenchmarkCounterInc(b *testing.B) {
-	c := NewRegistry().Counter("x", "a", "b")
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			c.Inc()
-		}
-	})
+	newProducerMetrics(clash)
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/schemas"
@@ -76,8 +77,10 @@ type ProducerConfig struct {
 	// topic with that many partitions (as EnsureTopics does) instead of
 	// failing.
 	AutoCreatePartitions int
-	// Metrics receives the producer metrics (default DefaultMetrics).
-	Metrics *Registry
+	// Metrics is where the sendstream_producer_* series are registered
+	// (default prometheus.DefaultRegisterer); Producers sharing a
+	// registerer share the series.
+	Metrics prometheus.Registerer
 }
 
 func (c *ProducerConfig) withDefaults() {
@@ -107,7 +110,7 @@ func (c *ProducerConfig) withDefaults() {
 	}
 	c.MetadataTTL = max(c.MetadataTTL, time.Second)
 	if c.Metrics == nil {
-		c.Metrics = DefaultMetrics
+		c.Metrics = prometheus.DefaultRegisterer
 	}
 }
 
@@ -172,10 +175,7 @@ type Producer struct {
 	created sync.Map   // full topic name -> struct{}: auto-created or seen
 	create  sync.Mutex // serialises auto-creation
 
-	mMessages *Counter
-	mErrors   *Counter
-	mBatches  *Counter // fed by producerHooks
-	mAck      *Histogram
+	m producerMetrics // batches, retries, batchLen and request fed by producerHooks
 }
 
 var _ Publisher = (*Producer)(nil)
@@ -249,23 +249,8 @@ func NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer, error) {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
 	p := &Producer{cfg: cfg}
-	m := cfg.Metrics
-	m.Help("sendstream_producer_batches_total", "Produce requests sent (group commits).")
-	m.Help("sendstream_producer_messages_total", "Envelopes acknowledged by the broker.")
-	m.Help("sendstream_producer_errors_total", "Envelopes whose produce failed.")
-	m.Help("sendstream_producer_retries_total", "Produce requests that failed and whose records the client sends again.")
-	m.Help("sendstream_producer_ack_seconds", "Time from Publish to the broker's acknowledgement of all its envelopes.")
-	m.Help("sendstream_producer_batch_messages", "Envelopes per record batch (one partition's share of a produce request).")
-	m.Help("sendstream_producer_request_seconds", "Round trip of one produce request (write, broker fsync, response).")
-	p.mMessages = m.Counter("sendstream_producer_messages_total")
-	p.mErrors = m.Counter("sendstream_producer_errors_total")
-	p.mAck = m.Histogram("sendstream_producer_ack_seconds", nil)
-	hooks := producerHooks{
-		batches:  m.Counter("sendstream_producer_batches_total"),
-		retries:  m.Counter("sendstream_producer_retries_total"),
-		batchLen: m.Histogram("sendstream_producer_batch_messages", []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096}),
-		request:  m.Histogram("sendstream_producer_request_seconds", nil),
-	}
+	p.m = newProducerMetrics(cfg.Metrics)
+	hooks := producerHooks{m: p.m}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID(cfg.ClientID),
@@ -296,34 +281,30 @@ func NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer, error) {
 		return nil, fmt.Errorf("producer: reach brokers %s: %w", strings.Join(cfg.Brokers, ","), err)
 	}
 	p.cl = cl
-	p.mBatches = hooks.batches
 	p.wake, p.closing, p.flushed = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go p.flush()
 	return p, nil
 }
 
 // producerHooks feeds the per-request and per-batch metrics from kgo.
-type producerHooks struct {
-	batches, retries  *Counter
-	batchLen, request *Histogram
-}
+type producerHooks struct{ m producerMetrics }
 
 // OnBrokerE2E counts produce requests and their round trips.
 func (h producerHooks) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
 	if key != 0 { // produce
 		return
 	}
-	h.batches.Inc()
+	h.m.batches.Inc()
 	if e2e.Err() != nil {
-		h.retries.Inc()
+		h.m.retries.Inc()
 		return
 	}
-	h.request.Observe(e2e.DurationE2E().Seconds())
+	h.m.request.Observe(e2e.DurationE2E().Seconds())
 }
 
 // OnProduceBatchWritten records the envelopes of each acknowledged batch.
 func (h producerHooks) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.ProduceBatchMetrics) {
-	h.batchLen.Observe(float64(m.NumRecords))
+	h.m.batchLen.Observe(float64(m.NumRecords))
 }
 
 // Topic returns the full topic name for a topic constant (prefix applied).
@@ -411,11 +392,11 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 		err := c.err
 		c.release()
 		if err != nil {
-			p.mErrors.Add(uint64(len(envs)))
+			p.m.errors.Add(float64(len(envs)))
 			return fmt.Errorf("publish %s: %w", name, err)
 		}
-		p.mMessages.Add(uint64(len(envs)))
-		p.mAck.ObserveSince(start)
+		p.m.messages.Add(float64(len(envs)))
+		p.m.ack.Observe(time.Since(start).Seconds())
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("publish %s: waiting for ack: %w", name, ctx.Err())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"sendstream/schemas"
@@ -71,7 +72,7 @@ func BenchmarkPublish64(b *testing.B) {
 			comp := tc.comp
 			brokers := newClusterN(b, tc.parts, "bench")
 			ctx := context.Background()
-			p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, Compression: comp, Metrics: NewRegistry()})
+			p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, Compression: comp, Metrics: prometheus.NewRegistry()})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -82,7 +83,7 @@ func BenchmarkPublish64(b *testing.B) {
 				b.Fatal(err)
 			}
 			run64(b, func(i int) error { return p.Publish(ctx, "bench", benchEnv(i)) })
-			b.ReportMetric(float64(p.mMessages.Value())/float64(max(p.mBatches.Value(), 1)), "msg/batch")
+			b.ReportMetric(float64(counterValue(p.m.messages))/float64(max(counterValue(p.m.batches), 1)), "msg/batch")
 		})
 	}
 }
@@ -122,7 +123,7 @@ func BenchmarkPublishAtRate(b *testing.B) {
 	const topic = "t.rate"
 	brokers := newCluster(b, topic)
 	ctx := context.Background()
-	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, Metrics: NewRegistry()})
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}

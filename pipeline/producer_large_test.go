@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/schemas"
@@ -20,7 +21,7 @@ func TestPublishLargeEnvelope(t *testing.T) {
 	brokers := newCluster(t) // broker defaults; the producer creates the topic
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, AutoCreatePartitions: 2, Metrics: NewRegistry()})
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, AutoCreatePartitions: 2, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestPublishLargeEnvelope(t *testing.T) {
 		t.Fatalf("read back %d envelopes", len(got))
 	}
 
-	small, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, MaxEnvelopeBytes: 1 << 20, Metrics: NewRegistry()})
+	small, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, MaxEnvelopeBytes: 1 << 20, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -46,15 +47,15 @@ func TestPublishGroupCommit64Callers(t *testing.T) {
 		t.Fatalf("Publish: %v", err)
 	}
 	total := callers * perCaller
-	if got := p.mMessages.Value(); got != uint64(total) {
+	if got := counterValue(p.m.messages); got != uint64(total) {
 		t.Fatalf("acked messages = %d, want %d", got, total)
 	}
 	// Group commit: with 64 callers in flight, requests carry several
 	// messages each, so there are clearly fewer requests than messages.
-	if b := p.mBatches.Value(); b >= uint64(total) {
+	if b := counterValue(p.m.batches); b >= uint64(total) {
 		t.Fatalf("batches = %d for %d messages: no group commit", b, total)
 	}
-	t.Logf("%d messages in %d produce requests", total, p.mBatches.Value())
+	t.Logf("%d messages in %d produce requests", total, counterValue(p.m.batches))
 
 	msgs := consume(t, brokers, "pfx."+topic, total, 20*time.Second)
 	seen := map[string]bool{}
@@ -104,7 +105,7 @@ func TestPublishManyTopicsWaitsForAll(t *testing.T) {
 	if err := p.Publish(ctx, "b", envs[:3]...); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.mMessages.Value(); got != 23 {
+	if got := counterValue(p.m.messages); got != 23 {
 		t.Fatalf("acked = %d right after Publish returned, want 23", got)
 	}
 	if n := len(consume(t, brokers, "a", 20, 10*time.Second)); n != 20 {
@@ -127,7 +128,7 @@ func TestPublishAutoCreate(t *testing.T) {
 	brokers := newCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, AutoCreatePartitions: 3, Metrics: NewRegistry()})
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, AutoCreatePartitions: 3, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestPublishWhileMetadataRefreshes(t *testing.T) {
 	brokers := newCluster(t, "pfx."+topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, TopicPrefix: "pfx.", Metrics: NewRegistry(), MetadataTTL: time.Nanosecond})
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: brokers, TopicPrefix: "pfx.", Metrics: prometheus.NewRegistry(), MetadataTTL: time.Nanosecond})
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}
@@ -299,7 +300,7 @@ func TestPublishWhileMetadataRefreshes(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("Publish: %v", err)
 	}
-	if got := p.mMessages.Value(); got != 160 {
+	if got := counterValue(p.m.messages); got != 160 {
 		t.Fatalf("acked messages = %d, want 160", got)
 	}
 }
@@ -337,7 +338,7 @@ func TestSlowRequestHoldsTheConnection(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	p, err := NewProducer(ctx, ProducerConfig{Brokers: c.ListenAddrs(), Metrics: NewRegistry()})
+	p, err := NewProducer(ctx, ProducerConfig{Brokers: c.ListenAddrs(), Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

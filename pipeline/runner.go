@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"sendstream/schemas"
 )
@@ -93,7 +94,10 @@ type RunConfig struct {
 	// plaintext, no SASL); the Publisher has its own.
 	Security KafkaSecurity
 
-	Metrics *Registry    // default DefaultMetrics
+	// Metrics is where the sendstream_stage_* families are registered
+	// (default prometheus.DefaultRegisterer, which the ingest tier's
+	// /metrics serves); Runs sharing a registerer share the families.
+	Metrics prometheus.Registerer
 	Logger  *slog.Logger // default slog.Default()
 }
 
@@ -126,7 +130,7 @@ func (c *RunConfig) withDefaults() {
 	def(&c.JoinGroupBackoff, 500*time.Millisecond)
 	def(&c.PartitionWatchInterval, 5*time.Second)
 	if c.Metrics == nil {
-		c.Metrics = DefaultMetrics
+		c.Metrics = prometheus.DefaultRegisterer
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -264,11 +268,12 @@ type stageRunner struct {
 	topic   string  // full consumed topic
 	log     *slog.Logger
 
-	processed, failed, retried, deadLettered *Counter
-	flushes, flushFailures, commits          *Counter
-	commitFailures, reopens                  *Counter
-	lag                                      *Gauge
-	flushSeconds, handleSeconds              *Histogram
+	// The stage's series, resolved once in newStageRunner.
+	processed, failed, retried, deadLettered prometheus.Counter
+	flushes, flushFailures, commits          prometheus.Counter
+	commitFailures, reopens                  prometheus.Counter
+	lag                                      prometheus.Gauge
+	flushSeconds, handleSeconds              durations
 	calls                                    atomic.Uint64 // Handle calls, for sampling
 }
 
@@ -279,42 +284,25 @@ type stageRunner struct {
 const handleSample = 8
 
 func newStageRunner(cfg *RunConfig, reg Registered, st Stage) *stageRunner {
-	m := cfg.Metrics
-	for name, help := range map[string]string{
-		"sendstream_stage_processed_total":       "Envelopes handled successfully.",
-		"sendstream_stage_failed_total":          "Handle calls that returned an error.",
-		"sendstream_stage_retried_total":         "Handle calls retried after a retryable error.",
-		"sendstream_stage_deadlettered_total":    "Envelopes sent to the dead-letter topic.",
-		"sendstream_stage_lag":                   "Messages behind the partition high-water marks, as of the last batch.",
-		"sendstream_stage_flush_seconds":         "Duration of Flush calls.",
-		"sendstream_stage_flushes_total":         "Flush calls.",
-		"sendstream_stage_flush_failures_total":  "Flush calls that failed.",
-		"sendstream_stage_commits_total":         "Offset commits.",
-		"sendstream_stage_commit_failures_total": "Offset commits that failed (the batch will be read again).",
-		"sendstream_stage_reopens_total":         "Times the reader was reopened after a failure.",
-		"sendstream_stage_handle_seconds":        "Duration of Handle calls, one call in " + strconv.Itoa(handleSample) + " sampled.",
-	} {
-		m.Help(name, help)
-	}
-	l := []string{"stage", reg.Name}
+	m := newRunnerMetrics(cfg.Metrics)
 	sr := &stageRunner{
 		cfg:            cfg,
 		reg:            reg,
 		stage:          st,
 		topic:          cfg.TopicPrefix + reg.Consumes,
 		log:            cfg.Logger.With("stage", reg.Name),
-		processed:      m.Counter("sendstream_stage_processed_total", l...),
-		failed:         m.Counter("sendstream_stage_failed_total", l...),
-		retried:        m.Counter("sendstream_stage_retried_total", l...),
-		deadLettered:   m.Counter("sendstream_stage_deadlettered_total", l...),
-		flushes:        m.Counter("sendstream_stage_flushes_total", l...),
-		flushFailures:  m.Counter("sendstream_stage_flush_failures_total", l...),
-		commits:        m.Counter("sendstream_stage_commits_total", l...),
-		commitFailures: m.Counter("sendstream_stage_commit_failures_total", l...),
-		reopens:        m.Counter("sendstream_stage_reopens_total", l...),
-		lag:            m.Gauge("sendstream_stage_lag", l...),
-		flushSeconds:   m.Histogram("sendstream_stage_flush_seconds", nil, l...),
-		handleSeconds:  m.Histogram("sendstream_stage_handle_seconds", nil, l...),
+		processed:      m.processed.WithLabelValues(reg.Name),
+		failed:         m.failed.WithLabelValues(reg.Name),
+		retried:        m.retried.WithLabelValues(reg.Name),
+		deadLettered:   m.deadLettered.WithLabelValues(reg.Name),
+		flushes:        m.flushes.WithLabelValues(reg.Name),
+		flushFailures:  m.flushFailures.WithLabelValues(reg.Name),
+		commits:        m.commits.WithLabelValues(reg.Name),
+		commitFailures: m.commitFailures.WithLabelValues(reg.Name),
+		reopens:        m.reopens.WithLabelValues(reg.Name),
+		lag:            m.lag.WithLabelValues(reg.Name),
+		flushSeconds:   durations{m.flushSeconds.WithLabelValues(reg.Name)},
+		handleSeconds:  durations{m.handleSeconds.WithLabelValues(reg.Name)},
 	}
 	if f, ok := st.(Flusher); ok {
 		sr.flusher = f

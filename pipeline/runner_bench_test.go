@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"sendstream/schemas"
@@ -65,7 +66,7 @@ func BenchmarkRun(b *testing.B) {
 				Brokers: brokers, TopicPrefix: tPrefix,
 				Stages:    []Registered{{Name: "bench-" + tc.name, Consumes: tIn, Produces: tc.produces, Build: func(context.Context, Resources) (Stage, error) { return st, nil }}},
 				Resources: Resources{Publisher: p},
-				Metrics:   NewRegistry(),
+				Metrics:   prometheus.NewRegistry(),
 				Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 			}
 			runCtx, cancel := context.WithCancel(ctx)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,7 +52,7 @@ func testRunConfig(brokers []string, p Publisher, stages ...Registered) RunConfi
 		RebalanceTimeout:  2 * time.Second,
 		HeartbeatInterval: 200 * time.Millisecond,
 		JoinGroupBackoff:  100 * time.Millisecond,
-		Metrics:           NewRegistry(),
+		Metrics:           prometheus.NewRegistry(),
 		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
-	"sendstream/pipeline"
 	pgsink "sendstream/sinks/postgres"
 )
 
@@ -66,8 +66,9 @@ type StoreConfig struct {
 	RepublishWindow time.Duration
 	// Metrics receives sendstream_events_resolve_seconds (statement time)
 	// and sendstream_events_resolve_batch (events per statement) (default
-	// pipeline.DefaultMetrics).
-	Metrics *pipeline.Registry
+	// prometheus.DefaultRegisterer; Stores sharing a registerer share
+	// them).
+	Metrics prometheus.Registerer
 }
 
 func (c *StoreConfig) defaults() {
@@ -81,7 +82,7 @@ func (c *StoreConfig) defaults() {
 		c.RepublishWindow = 24 * time.Hour
 	}
 	if c.Metrics == nil {
-		c.Metrics = pipeline.DefaultMetrics
+		c.Metrics = prometheus.DefaultRegisterer
 	}
 }
 
@@ -93,8 +94,8 @@ func (c *StoreConfig) defaults() {
 type Store struct {
 	pg        *pgxpool.Pool
 	cfg       StoreConfig
-	mDuration *pipeline.Histogram
-	mBatch    *pipeline.Histogram
+	mDuration prometheus.Histogram
+	mBatch    prometheus.Histogram
 
 	mu       sync.Mutex
 	queue    []*request
@@ -119,14 +120,30 @@ func NewStore(pg *pgxpool.Pool, cfg StoreConfig) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("events store: open pool: %w", err)
 	}
-	m := cfg.Metrics
-	m.Help("sendstream_events_resolve_seconds", "Time of one contact/claim resolve statement (group commit of concurrent event requests).")
-	m.Help("sendstream_events_resolve_batch", "Events resolved by one statement.")
 	return &Store{
 		pg: own, cfg: cfg,
-		mDuration: m.Histogram("sendstream_events_resolve_seconds", nil),
-		mBatch:    m.Histogram("sendstream_events_resolve_batch", []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}),
+		mDuration: registeredHistogram(cfg.Metrics, "sendstream_events_resolve_seconds",
+			"Time of one contact/claim resolve statement (group commit of concurrent event requests).",
+			[]float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}),
+		mBatch: registeredHistogram(cfg.Metrics, "sendstream_events_resolve_batch", "Events resolved by one statement.",
+			[]float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}),
 	}, nil
+}
+
+// registeredHistogram registers a histogram with reg, or returns the one a
+// Store registered there before.
+func registeredHistogram(reg prometheus.Registerer, name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	if err := reg.Register(h); err != nil {
+		var dup prometheus.AlreadyRegisteredError
+		if errors.As(err, &dup) {
+			if prev, ok := dup.ExistingCollector.(prometheus.Histogram); ok {
+				return prev
+			}
+		}
+		panic(fmt.Sprintf("events store: register %s: %v", name, err))
+	}
+	return h
 }
 
 // Close closes the Store's pool. Resolve must not be called after.
@@ -264,7 +281,7 @@ func (s *Store) run(ctx context.Context, batch []*request) error {
 	res := make([]Resolution, n)
 	if len(ws) > 0 {
 		start := time.Now()
-		defer func() { s.mDuration.ObserveSince(start); s.mBatch.Observe(float64(len(ws))) }()
+		defer func() { s.mDuration.Observe(time.Since(start).Seconds()); s.mBatch.Observe(float64(len(ws))) }()
 		var rows pgx.Rows
 		var err error
 		if slices.ContainsFunc(evid, func(id string) bool { return id != "" }) {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -82,7 +83,7 @@ func StartWith(t testing.TB, opt Options, routes ...ingest.Route) *Harness {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{
-		Brokers: brokers, AutoCreatePartitions: 4, Metrics: pipeline.NewRegistry(),
+		Brokers: brokers, AutoCreatePartitions: 4, Metrics: prometheus.NewRegistry(),
 	})
 	if err != nil {
 		t.Fatalf("ingesttest: producer: %v", err)
@@ -120,7 +121,7 @@ func (h *Harness) serve(t testing.TB, opt Options) (*ingest.Server, string) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	srv, err := ingest.New(cfg, ingest.Deps{
-		PG: h.PG, Publisher: h.Publisher, Logger: logger, Metrics: pipeline.NewRegistry(),
+		PG: h.PG, Publisher: h.Publisher, Logger: logger, Metrics: prometheus.NewRegistry(),
 		Ready: func(ctx context.Context) error { return h.PG.Ping(ctx) },
 	})
 	if err != nil {

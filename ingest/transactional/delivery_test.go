@@ -13,10 +13,10 @@ import (
 	"time"
 
 	gosmtp "github.com/emersion/go-smtp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"sendstream/ingest/ingesttest"
 	"sendstream/ingest/transactional"
-	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/email/smtptest"
 )
@@ -198,12 +198,23 @@ func TestSMTPOutageLosesNothingAndSendsOnce(t *testing.T) {
 
 // breakerOpen reads the SMTP breaker's state from the process metrics.
 func breakerOpen(t *testing.T, e *env) bool {
-	var b bytes.Buffer
-	if err := pipeline.DefaultMetrics.WritePrometheus(&b); err != nil {
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
-	want := `sendstream_breaker_state{breaker="smtp ` + e.smtp.Addr + `"} 2`
-	return strings.Contains(b.String(), want)
+	for _, mf := range mfs {
+		if mf.GetName() != "sendstream_breaker_state" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "breaker" && l.GetValue() == "smtp "+e.smtp.Addr {
+					return m.GetGauge().GetValue() == 2
+				}
+			}
+		}
+	}
+	return false
 }
 
 // TestProviderRefusalFailsWithReason: a 5xx from the relay moves the

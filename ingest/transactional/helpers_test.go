@@ -20,6 +20,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest"
@@ -88,8 +89,7 @@ func (e *env) runStages() {
 	stages := []pipeline.Registered{del}
 	if e.ch != nil {
 		ml, _ := pipeline.Lookup(messagelog.Name)
-		ms, _ := pipeline.Lookup(messagelog.StatusName)
-		stages = append(stages, ml, ms)
+		stages = append(stages, ml)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -104,7 +104,7 @@ func (e *env) runStages() {
 				Settings: settings},
 			BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
 			MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
-			JoinGroupBackoff: 100 * time.Millisecond, Metrics: pipeline.NewRegistry(),
+			JoinGroupBackoff: 100 * time.Millisecond, Metrics: prometheus.NewRegistry(),
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		})
 	}()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"sendstream/pipeline"
 	"sendstream/schemas"
 )
@@ -49,7 +51,7 @@ func TestClusterHasPipelineTopics(t *testing.T) {
 	brokers := Cluster(t, "x.")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: brokers, TopicPrefix: "x.", Metrics: pipeline.NewRegistry()})
+	p, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: brokers, TopicPrefix: "x.", Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"sendstream/pipeline"
+	"sendstream/sinks/breaker"
 )
 
 // Buffer holds the rows a pipeline stage inserts into ClickHouse in one
@@ -105,19 +105,19 @@ func (b *Buffer[R]) Rows() []R {
 }
 
 // Flush inserts every buffered row in one native batch insert (sql, with
-// appendRows appending the rows to the batch), run through breaker, and
+// appendRows appending the rows to the batch), run through br, and
 // empties the buffer only when the insert succeeded. On error the rows stay
 // buffered for a later Flush, and the error (which wraps the breaker's, e.g.
-// pipeline.ErrBreakerOpen) says how many rows failed. An empty buffer is not
+// breaker.ErrOpen) says how many rows failed. An empty buffer is not
 // sent. The buffer stays locked while the insert runs.
-func (b *Buffer[R]) Flush(ctx context.Context, conn driver.Conn, breaker *pipeline.Breaker, sql string,
+func (b *Buffer[R]) Flush(ctx context.Context, conn driver.Conn, br *breaker.Breaker, sql string,
 	appendRows func(batch driver.Batch, rows []R) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.rows) == 0 {
 		return nil
 	}
-	err := breaker.Do(ctx, func(ctx context.Context) error { return b.insert(ctx, conn, sql, appendRows) })
+	err := br.Do(ctx, func(ctx context.Context) error { return b.insert(ctx, conn, sql, appendRows) })
 	if err != nil {
 		return fmt.Errorf("insert %d rows: %w", len(b.rows), err)
 	}

@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
 
-	"sendstream/pipeline"
+	"sendstream/sinks/breaker"
 	chsink "sendstream/sinks/clickhouse"
 )
 
@@ -86,8 +87,8 @@ func appendTestRow(b driver.Batch, rows []testRow) error {
 	return nil
 }
 
-func testBreaker(failures uint32) *pipeline.Breaker {
-	return pipeline.BreakerConfig{ConsecutiveFailures: failures, Metrics: pipeline.NewRegistry()}.New("test")
+func testBreaker(failures uint32) *breaker.Breaker {
+	return breaker.Config{ConsecutiveFailures: failures, Metrics: prometheus.NewRegistry()}.New("test")
 }
 
 func TestBufferAddKeepsTheFirstCopyPutTheLast(t *testing.T) {
@@ -190,7 +191,7 @@ func TestBufferFlushGoesThroughTheBreaker(t *testing.T) {
 		}
 	}
 	err := b.Flush(ctx, conn, br, "INSERT x", appendTestRow)
-	if !errors.Is(err, pipeline.ErrBreakerOpen) || !strings.HasPrefix(err.Error(), "insert 1 rows: ") {
+	if !errors.Is(err, breaker.ErrOpen) || !strings.HasPrefix(err.Error(), "insert 1 rows: ") {
 		t.Fatalf("third Flush = %v, want insert 1 rows wrapping ErrBreakerOpen", err)
 	}
 	if conn.prepares != 2 || b.Len() != 1 {

@@ -25,6 +25,7 @@ import (
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	"sendstream/sinks/breaker"
 	chsink "sendstream/sinks/clickhouse"
 )
 
@@ -49,7 +50,7 @@ func init() {
 // Config configures the stage. The zero value is the default.
 type Config struct {
 	// Breaker tunes the circuit breaker around ClickHouse inserts.
-	Breaker pipeline.BreakerConfig
+	Breaker breaker.Config
 }
 
 // Stage buffers event rows in Handle and inserts them in Flush. The runner
@@ -57,7 +58,7 @@ type Config struct {
 // guards it regardless.
 type Stage struct {
 	conn    driver.Conn
-	breaker *pipeline.Breaker
+	breaker *breaker.Breaker
 	buf     chsink.Buffer[row] // one row per event id
 }
 

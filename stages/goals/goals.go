@@ -37,6 +37,7 @@ import (
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	"sendstream/sinks/breaker"
 )
 
 // Name is the stage's registered name (and so its consumer group's).
@@ -74,7 +75,7 @@ func Route(out schemas.Envelope) string {
 // Config configures the stage. Zero fields take the defaults.
 type Config struct {
 	// Breaker tunes the circuit breaker around Postgres.
-	Breaker pipeline.BreakerConfig
+	Breaker breaker.Config
 	// LedgerRetention is how long an applied goal's id stays in
 	// event_ledger (default 30 days). It must exceed the events topic's
 	// retention and ingest's 24-hour republish window, the longest a copy
@@ -99,7 +100,7 @@ func (c *Config) defaults() {
 // buffer regardless.
 type Stage struct {
 	pg      *pgxpool.Pool
-	breaker *pipeline.Breaker
+	breaker *breaker.Breaker
 
 	mu   sync.Mutex
 	buf  cols

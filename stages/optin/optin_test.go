@@ -16,6 +16,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/emersion/go-msgauth/dkim"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest/contacts"
@@ -173,12 +174,12 @@ func TestDoubleOptInEndToEnd(t *testing.T) {
 	}
 }
 
-// runStages runs the optin, delivery, messagelog and messagestatus stages
-// on h's broker until the test ends.
+// runStages runs the optin, delivery and messagelog stages on h's broker
+// until the test ends.
 func runStages(t *testing.T, h *ingesttest.Harness, pool *pgxpool.Pool, ch driver.Conn, smtpURL string) {
 	t.Helper()
 	var stages []pipeline.Registered
-	for _, name := range []string{optin.Name, delivery.Name, messagelog.Name, messagelog.StatusName} {
+	for _, name := range []string{optin.Name, delivery.Name, messagelog.Name} {
 		reg, ok := pipeline.Lookup(name)
 		if !ok {
 			t.Fatalf("stage %s not registered", name)
@@ -193,7 +194,7 @@ func runStages(t *testing.T, h *ingesttest.Harness, pool *pgxpool.Pool, ch drive
 			Resources: pipeline.Resources{Postgres: pool, ClickHouse: ch, Publisher: h.Publisher,
 				Settings: map[string]string{"smtp_url": smtpURL, "secret": "optin-test-secret", "site_url": site}},
 			BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
-			MaxWait: 50 * time.Millisecond, Metrics: pipeline.NewRegistry(),
+			MaxWait: 50 * time.Millisecond, Metrics: prometheus.NewRegistry(),
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		})
 	}()

@@ -19,6 +19,7 @@ import (
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	"sendstream/sinks/breaker"
 	chsink "sendstream/sinks/clickhouse"
 )
 
@@ -42,7 +43,7 @@ func init() {
 // Config configures the stage. The zero value is the default.
 type Config struct {
 	// Breaker tunes the circuit breaker around ClickHouse inserts.
-	Breaker pipeline.BreakerConfig
+	Breaker breaker.Config
 }
 
 // Stage buffers page-view rows in Handle and inserts them in Flush. The
@@ -50,7 +51,7 @@ type Config struct {
 // guards it regardless.
 type Stage struct {
 	conn    driver.Conn
-	breaker *pipeline.Breaker
+	breaker *breaker.Breaker
 	buf     chsink.Buffer[row] // one row per view id, the first copy
 }
 

@@ -13,6 +13,7 @@ import (
 	"sendstream/pipeline"
 	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
+	"sendstream/sinks/breaker"
 	chsink "sendstream/sinks/clickhouse"
 )
 
@@ -151,13 +152,13 @@ func TestBreakerOpensWhenClickHouseKeepsFailing(t *testing.T) {
 		}
 	}()
 	var err error
-	for i := 0; i < 10 && !errors.Is(err, pipeline.ErrBreakerOpen); i++ {
+	for i := 0; i < 10 && !errors.Is(err, breaker.ErrOpen); i++ {
 		err = s.Flush(ctx)
 		if err == nil {
 			t.Fatal("Flush without a table succeeded")
 		}
 	}
-	if !errors.Is(err, pipeline.ErrBreakerOpen) {
+	if !errors.Is(err, breaker.ErrOpen) {
 		t.Fatalf("after 10 failed flushes: %v, want ErrBreakerOpen", err)
 	}
 	if s.buf.Len() != 1 {

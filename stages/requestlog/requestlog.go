@@ -22,6 +22,7 @@ import (
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	"sendstream/sinks/breaker"
 	chsink "sendstream/sinks/clickhouse"
 )
 
@@ -87,7 +88,7 @@ func (c Config) Validate() error {
 type Stage struct {
 	conn    driver.Conn
 	log     *slog.Logger
-	breaker *pipeline.Breaker  // around every insert into request_log
+	breaker *breaker.Breaker   // around every insert into request_log
 	buf     chsink.Buffer[row] // one row per envelope id, the last copy
 
 	stop context.CancelFunc
@@ -121,7 +122,7 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 	s := &Stage{
 		conn:    r.ClickHouse,
 		log:     log.With("stage", Name),
-		breaker: pipeline.NewBreaker(BreakerName),
+		breaker: breaker.New(BreakerName),
 		stop:    stop,
 		done:    make(chan struct{}),
 	}
@@ -222,7 +223,7 @@ func orEmpty(s []string) []string {
 
 // Flush inserts every buffered row in one batch insert, through the stage's
 // circuit breaker, and empties the buffer only when the insert succeeded. On
-// error (including pipeline.ErrBreakerOpen while ClickHouse keeps failing)
+// error (including breaker.ErrOpen while ClickHouse keeps failing)
 // the rows stay buffered: a later Flush retries them, and redeliveries
 // replace rather than duplicate them; the runner does not commit.
 func (s *Stage) Flush(ctx context.Context) error {

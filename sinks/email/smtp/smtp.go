@@ -47,6 +47,7 @@ import (
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	"sendstream/sinks/breaker"
 	"sendstream/sinks/email"
 )
 
@@ -95,8 +96,8 @@ type Config struct {
 	MaxAttempts int
 	// Backoff between attempts, doubled each time (default 100ms).
 	Backoff time.Duration
-	// Breaker guards the relay (default pipeline.NewBreaker("smtp "+Addr)).
-	Breaker *pipeline.Breaker
+	// Breaker guards the relay (default breaker.New("smtp "+Addr)).
+	Breaker *breaker.Breaker
 }
 
 // Validate reports a configuration that cannot work.
@@ -138,7 +139,7 @@ func (c *Config) withDefaults() {
 		c.Backoff = 100 * time.Millisecond
 	}
 	if c.Breaker == nil {
-		c.Breaker = pipeline.NewBreaker("smtp " + c.Addr)
+		c.Breaker = breaker.New("smtp " + c.Addr)
 	}
 }
 
@@ -183,7 +184,7 @@ func ParseURL(raw string) (Config, error) {
 	}
 	c.Helo = q.Get("helo")
 	if v := q.Get("breaker_open"); v != "" || q.Get("breaker_failures") != "" {
-		bc := pipeline.BreakerConfig{}
+		bc := breaker.Config{}
 		if v != "" {
 			if bc.OpenFor, err = time.ParseDuration(v); err != nil {
 				return c, fmt.Errorf("smtp url: breaker_open %q: %w", v, err)
@@ -234,7 +235,7 @@ func (p *Provider) Name() string { return "smtp" }
 func (p *Provider) Blocked() bool { return p.cfg.Breaker.State() == "open" }
 
 // Breaker returns the provider's circuit breaker.
-func (p *Provider) Breaker() *pipeline.Breaker { return p.cfg.Breaker }
+func (p *Provider) Breaker() *breaker.Breaker { return p.cfg.Breaker }
 
 // conn is one pooled connection.
 type conn struct {
@@ -282,7 +283,7 @@ func (p *Provider) Send(ctx context.Context, m *email.Message) (email.Receipt, e
 			return rec, nil
 		case email.IsRefused(err), email.IsUnknownOutcome(err):
 			return email.Receipt{}, unwrapPermanent(err)
-		case errors.Is(err, pipeline.ErrBreakerOpen), ctx.Err() != nil:
+		case errors.Is(err, breaker.ErrOpen), ctx.Err() != nil:
 			return email.Receipt{}, err
 		}
 		lastErr = err

@@ -10,8 +10,9 @@ import (
 	"time"
 
 	gosmtp "github.com/emersion/go-smtp"
+	"github.com/prometheus/client_golang/prometheus"
 
-	"sendstream/pipeline"
+	"sendstream/sinks/breaker"
 	"sendstream/sinks/email"
 	"sendstream/sinks/email/smtptest"
 )
@@ -24,7 +25,7 @@ func msg(id string, rcpts ...string) *email.Message {
 func newProvider(t *testing.T, cfg Config) *Provider {
 	t.Helper()
 	if cfg.Breaker == nil {
-		cfg.Breaker = pipeline.BreakerConfig{ConsecutiveFailures: 3, OpenFor: 300 * time.Millisecond, Metrics: pipeline.NewRegistry()}.New("smtp test " + t.Name())
+		cfg.Breaker = breaker.Config{ConsecutiveFailures: 3, OpenFor: 300 * time.Millisecond, Metrics: prometheus.NewRegistry()}.New("smtp test " + t.Name())
 	}
 	if cfg.Backoff == 0 {
 		cfg.Backoff = 5 * time.Millisecond
@@ -193,7 +194,7 @@ func TestServerDownOpensBreakerAndRecovers(t *testing.T) {
 		if err == nil || email.IsRefused(err) || email.IsUnknownOutcome(err) {
 			t.Fatalf("send while down: %v (want a retryable error)", err)
 		}
-		if errors.Is(err, pipeline.ErrBreakerOpen) {
+		if errors.Is(err, breaker.ErrOpen) {
 			opened = true
 			break
 		}

@@ -1,4 +1,4 @@
-package pipeline
+package breaker
 
 import (
 	"bytes"
@@ -7,11 +7,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 )
 
+// permanent is an error marked as pipeline.Permanent marks them.
+type permanent struct{ error }
+
+func (permanent) Permanent() bool { return true }
+
 func TestBreakerOpensHalfOpensCloses(t *testing.T) {
-	reg := NewRegistry()
-	b := BreakerConfig{ConsecutiveFailures: 3, OpenFor: 100 * time.Millisecond, Metrics: reg}.New("smtp")
+	reg := prometheus.NewRegistry()
+	b := Config{ConsecutiveFailures: 3, OpenFor: 100 * time.Millisecond, Metrics: reg}.New("smtp")
 	ctx := context.Background()
 	boom := errors.New("connection refused")
 	calls := 0
@@ -20,7 +28,7 @@ func TestBreakerOpensHalfOpensCloses(t *testing.T) {
 
 	// Permanent errors do not count towards tripping.
 	for i := 0; i < 5; i++ {
-		_ = b.Do(ctx, func(context.Context) error { return Permanent(errors.New("bad address")) })
+		_ = b.Do(ctx, func(context.Context) error { return permanent{errors.New("bad address")} })
 	}
 	if b.State() != "closed" {
 		t.Fatalf("state after permanent errors = %s", b.State())
@@ -34,8 +42,8 @@ func TestBreakerOpensHalfOpensCloses(t *testing.T) {
 		t.Fatalf("state after 3 failures = %s", b.State())
 	}
 	err := b.Do(ctx, fail)
-	if !errors.Is(err, ErrBreakerOpen) || IsPermanent(err) || calls != 3 {
-		t.Fatalf("open breaker: err=%v permanent=%v calls=%d", err, IsPermanent(err), calls)
+	if !errors.Is(err, ErrOpen) || isPermanent(err) || calls != 3 {
+		t.Fatalf("open breaker: err=%v permanent=%v calls=%d", err, isPermanent(err), calls)
 	}
 	if !strings.Contains(metricsText(t, reg), `sendstream_breaker_state{breaker="smtp"} 2`) {
 		t.Fatalf("state gauge not open:\n%s", metricsText(t, reg))
@@ -75,7 +83,7 @@ func TestBreakerOpensHalfOpensCloses(t *testing.T) {
 }
 
 func TestBreakerCancelledContext(t *testing.T) {
-	b := BreakerConfig{ConsecutiveFailures: 1, Metrics: NewRegistry()}.New("x")
+	b := Config{ConsecutiveFailures: 1, Metrics: prometheus.NewRegistry()}.New("x")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	called := false
@@ -89,11 +97,41 @@ func TestBreakerCancelledContext(t *testing.T) {
 	}
 }
 
-func metricsText(t *testing.T, r *Registry) string {
+func metricsText(t *testing.T, r prometheus.Gatherer) string {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := r.WritePrometheus(&buf); err != nil {
+	mfs, err := r.Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return buf.String()
+}
+
+// A second breaker of the same name on one registerer shares the counters
+// and takes the state gauge over; different names get their own series.
+func TestBreakerSameNameTwice(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a := Config{ConsecutiveFailures: 1, Metrics: reg}.New("pg")
+	_ = a.Do(context.Background(), func(context.Context) error { return errors.New("down") })
+	b := Config{ConsecutiveFailures: 1, Metrics: reg}.New("pg")
+	Config{Metrics: reg}.New("ch")
+	text := metricsText(t, reg)
+	for _, want := range []string{
+		`sendstream_breaker_state{breaker="pg"} 0`, // b's state
+		`sendstream_breaker_state{breaker="ch"} 0`,
+		`sendstream_breaker_transitions_total{breaker="pg",to="open"} 1`, // a's trip
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q:\n%s", want, text)
+		}
+	}
+	if a.State() != "open" || b.State() != "closed" {
+		t.Fatalf("states %s %s", a.State(), b.State())
+	}
 }
