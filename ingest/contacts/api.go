@@ -217,6 +217,11 @@ func (a *api) upsert(c *ingest.Call) ingest.Result {
 	if err != nil {
 		return a.internal(err)
 	}
+	if len(errs.fields) == 0 {
+		if err := a.store.checkGrowth(c.Ctx, c.Principal.Workspace, e, f, &errs); err != nil {
+			return a.internal(err)
+		}
+	}
 	if len(errs.fields) > 0 {
 		return errs.result()
 	}

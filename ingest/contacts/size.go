@@ -1,8 +1,12 @@
 package contacts
 
 import (
+	"context"
+	_ "embed"
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"sendstream/pipeline"
 )
@@ -94,4 +98,94 @@ func CheckSize(v Values) (field, msg string, ok bool) {
 	return field, "makes the contact's values take " + strconv.FormatInt(total, 10) +
 		" bytes once stored and published (each <, > and & is written as a six-byte \\u escape, numbers in full digits), over the " +
 		strconv.Itoa(MaxContactValues) + " a contact event can carry", false
+}
+
+//go:embed sql/values_size.sql
+var sqlValuesSize string
+
+// growthCheckFrom is the size of a write's own values above which an
+// upsert first reads what the stored contact carries (one extra query,
+// only for writes of this size): a contact accumulates custom fields over
+// many writes, each within the body cap.
+const growthCheckFrom = 64 << 10
+
+// fieldsSize is what the values f writes take in a contact event (an
+// upper bound), and the one that takes the most. Custom field values are
+// as CustomFieldPatch normalizes them.
+func fieldsSize(f Fields) (total int64, largest string) {
+	var most int64
+	add := func(name string, n int64) {
+		total += n
+		if n > most {
+			largest, most = name, n
+		}
+	}
+	for _, t := range []struct {
+		name string
+		s    *string
+	}{{"firstName", f.FirstName}, {"country", f.Country}, {"language", f.Language}} {
+		if t.s != nil {
+			add(t.name, textSize(*t.s))
+		}
+	}
+	for k, v := range f.CustomFields {
+		n := int64(4) // null, true, false
+		switch x := v.(type) {
+		case string:
+			n = textSize(x)
+		case json.Number:
+			n, _ = numericTextLen([]byte(x))
+		case bool:
+			n = 5
+		}
+		add("customFields."+k, textSize(k)+2+n)
+	}
+	return total, largest
+}
+
+// checkGrowth refuses, before anything is written, an update that would
+// make the stored contact (ws, email) carry more than MaxContactValues in
+// its events: the stored values it keeps plus the ones f writes. Writes
+// smaller than growthCheckFrom are not checked (no query on the common
+// path); concurrent large writes of different keys are each checked
+// against what was stored before them.
+func (s *Store) checkGrowth(ctx context.Context, ws, email string, f Fields, errs *fieldErrs) error {
+	own, largest := fieldsSize(f)
+	if own <= growthCheckFrom {
+		return nil
+	}
+	keys := make([]string, 0, len(f.CustomFields))
+	for k := range f.CustomFields {
+		keys = append(keys, k)
+	}
+	rows, err := s.pool.Query(ctx, sqlValuesSize, ws, email, keys)
+	if err != nil {
+		return fmt.Errorf("size of contact %s in %s: %w", email, ws, err)
+	}
+	defer rows.Close()
+	kept := own
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return fmt.Errorf("size of contact %s in %s: %w", email, ws, err)
+		}
+		switch {
+		case strings.HasPrefix(k, "customFields."):
+			kept -= n // replaced by this write
+		case k == "firstName" && f.FirstName != nil, k == "country" && f.Country != nil, k == "language" && f.Language != nil:
+			// replaced by this write
+		default:
+			kept += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("size of contact %s in %s: %w", email, ws, err)
+	}
+	if kept > MaxContactValues {
+		errs.add(largest, "makes the contact's values take "+strconv.FormatInt(kept, 10)+
+			" bytes once stored and published, with the values it already has (each <, > and & is written as a six-byte \\u escape, numbers in full digits), over the "+
+			strconv.Itoa(MaxContactValues)+" a contact event can carry")
+	}
+	return nil
 }

@@ -1,10 +1,14 @@
 package contacts
 
 import (
+	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"sendstream/deploy/stack"
 	"sendstream/schemas"
 )
 
@@ -31,5 +35,48 @@ func TestSizesBoundTheEnvelope(t *testing.T) {
 	plain := strings.Repeat("x", 16<<20)
 	if _, msg, ok := CheckSize(Values{FirstName: &plain, CustomFields: map[string]json.RawMessage{"bio": json.RawMessage(`"` + plain + `"`)}}); !ok {
 		t.Errorf("32 MB of plain text refused: %s", msg)
+	}
+}
+
+// TestCheckGrowth: an update whose own values are large is checked against
+// what the stored contact already carries: a second large custom field that
+// would take the contact's events past MaxContactValues is refused naming
+// it, while replacing the large value, or writing to a contact that does
+// not exist, passes. (The stored contact is written in SQL, so no 60 MB
+// event is published.)
+func TestCheckGrowth(t *testing.T) {
+	pool := stack.PG(t)
+	ctx := context.Background()
+	ws := "ws_growth_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, err := pool.Exec(ctx, `INSERT INTO workspaces (id, name) VALUES ($1, 'growth')`, ws); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DELETE FROM workspaces WHERE id = $1`, ws) })
+	// 10.5 million '<': 63 MB in an event, under MaxContactValues alone.
+	if _, err := pool.Exec(ctx, `INSERT INTO contacts (id, workspace_id, seq, email, first_name, custom_fields)
+		VALUES ('c_growth', $1, 1, 'big@example.com', 'Ada', jsonb_build_object('a', repeat('<', 10500000)))`, ws); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(pool)
+	t.Cleanup(s.Close)
+	big := strings.Repeat("&", 1<<20) // 6 MB in an event
+	for _, tc := range []struct {
+		name, email string
+		f           Fields
+		refused     string
+	}{
+		{"a second large field", "big@example.com", Fields{CustomFields: map[string]any{"b": big}}, "customFields.b"},
+		{"a large first name", "big@example.com", Fields{FirstName: &big}, "firstName"},
+		{"replacing the large field", "big@example.com", Fields{CustomFields: map[string]any{"a": big}}, ""},
+		{"a contact that does not exist", "new@example.com", Fields{CustomFields: map[string]any{"b": big}}, ""},
+		{"a small write (not checked)", "big@example.com", Fields{CustomFields: map[string]any{"b": "<<<"}}, ""},
+	} {
+		var errs fieldErrs
+		if err := s.checkGrowth(ctx, ws, tc.email, tc.f, &errs); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := strings.Join(errs.fields, ","); got != tc.refused {
+			t.Errorf("%s: refused %q (%v), want %q", tc.name, got, errs.msgs, tc.refused)
+		}
 	}
 }
