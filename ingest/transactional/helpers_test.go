@@ -89,7 +89,8 @@ func (e *env) runStages() {
 	stages := []pipeline.Registered{del}
 	if e.ch != nil {
 		ml, _ := pipeline.Lookup(messagelog.Name)
-		stages = append(stages, ml)
+		ms, _ := pipeline.Lookup(messagelog.StatusName)
+		stages = append(stages, ml, ms)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

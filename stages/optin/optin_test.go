@@ -174,12 +174,12 @@ func TestDoubleOptInEndToEnd(t *testing.T) {
 	}
 }
 
-// runStages runs the optin, delivery and messagelog stages on h's broker
-// until the test ends.
+// runStages runs the optin, delivery, messagelog and messagestatus stages
+// on h's broker until the test ends.
 func runStages(t *testing.T, h *ingesttest.Harness, pool *pgxpool.Pool, ch driver.Conn, smtpURL string) {
 	t.Helper()
 	var stages []pipeline.Registered
-	for _, name := range []string{optin.Name, delivery.Name, messagelog.Name} {
+	for _, name := range []string{optin.Name, delivery.Name, messagelog.Name, messagelog.StatusName} {
 		reg, ok := pipeline.Lookup(name)
 		if !ok {
 			t.Fatalf("stage %s not registered", name)
