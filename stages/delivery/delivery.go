@@ -51,14 +51,16 @@ import (
 // Name is the stage's registered name.
 const Name = "delivery"
 
-// Concurrency is how many messages the stage handles at once (each one
-// waits on a claim, a render and the relay's answer; the SMTP provider
-// bounds its own connections). MaxInFlight bounds the envelopes fetched
-// and not finished, enough to keep every connection busy while claims and
-// finishes are group-committed.
+// Concurrency is how many messages the stage handles at once: each one
+// waits on a claim, a render and the relay's answer (the SMTP provider
+// bounds its own connections, 8 by default), and the claims and finishes
+// of the Handle calls in progress share statements, so more of them in
+// progress means fewer statements per message. MaxInFlight bounds the
+// envelopes fetched and not finished (the old in-memory queue's size),
+// enough to keep every connection busy.
 const (
-	Concurrency = 64
-	MaxInFlight = 4096
+	Concurrency = 128
+	MaxInFlight = 8192
 )
 
 func init() {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"sendstream/pipeline"
 	"sendstream/schemas"
 )
 
@@ -52,6 +53,18 @@ func BenchmarkDecodeSend(b *testing.B) {
 	for b.Loop() {
 		if _, _, err := Decode(env, time.Time{}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestTwoStagesOneLog: the package registers the queued rows' stage on
+// TopicTransactional and the status rows' stage on TopicMessageStatus,
+// the topic the delivery stage writes and does not read.
+func TestTwoStagesOneLog(t *testing.T) {
+	for name, topic := range map[string]string{Name: schemas.TopicTransactional, StatusName: schemas.TopicMessageStatus} {
+		reg, ok := pipeline.Lookup(name)
+		if !ok || reg.Consumes != topic || len(reg.Produces) != 0 {
+			t.Errorf("stage %s: %+v, want it reading %s and producing nothing", name, reg, topic)
 		}
 	}
 }
