@@ -17,6 +17,12 @@ import (
 // This file holds the Kafka side of a stage, shared by both loops: the
 // consumer-group client, the fetcher goroutine and the offset commit.
 
+// newClient returns the stage's consumer-group client: franz-go's kgo,
+// which took 40% of the CPU per record of kafka-go's Reader in the same
+// bare consume-and-commit loop, so BenchmarkRun/flusher went from about
+// 6.6 to 4.3-5.2 CPU-µs per envelope (in-process broker included).
+// Offsets are committed only by complete. The balancers are kafka-go's
+// defaults, so processes of releases that consumed with kafka-go can share
 // the group during an upgrade.
 func (s *stageRunner) newClient() (*kgo.Client, error) {
 	c := s.cfg
