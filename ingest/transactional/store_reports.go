@@ -1,0 +1,83 @@
+package transactional
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file applies what comes back after a send: unsubscribes and
+// provider reports.
+
+// Unsubscribe suppresses email for marketing in ws and marks its contact
+// UNSUBSCRIBED. found is false when the workspace does not exist.
+func (s *Store) Unsubscribe(ctx context.Context, ws, email, messageID string) (workspaceName string, found bool, err error) {
+	var name, contactID *string
+	if err := s.pool.QueryRow(ctx, sqlUnsubscribe, ws, email, messageID).Scan(&name, &contactID); err != nil {
+		return "", false, fmt.Errorf("unsubscribe: %w", err)
+	}
+	if name == nil {
+		return "", false, nil
+	}
+	return *name, true, nil
+}
+
+// WorkspaceName returns a workspace's name; found false when it is gone.
+func (s *Store) WorkspaceName(ctx context.Context, ws string) (string, bool, error) {
+	var name string
+	err := s.pool.QueryRow(ctx, sqlWorkspaceName, ws).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read workspace: %w", err)
+	}
+	return name, true, nil
+}
+
+// Report is one provider report to apply.
+type Report struct {
+	Ref           string // service message id or Message-ID
+	Workspace     string // "" when the report is not tied to a workspace (SES)
+	Status        string // delivered, bounced or complained
+	At            time.Time
+	BounceType    string // hard or soft
+	Reason        string
+	ComplaintType string
+	Email         string // the reported address
+}
+
+// ReportResult is what applying a report did.
+type ReportResult struct {
+	Found      bool
+	Moved      bool   // the status changed
+	Previous   string // the status before
+	MessageID  string
+	Workspace  string
+	To         string
+	RFCID      string
+	ExternalID string
+	TemplateID string
+	PolicyID   string
+	Provider   string
+}
+
+// ApplyReport moves a message per a provider report and suppresses the
+// address on a hard bounce or complaint (see sql/report.sql).
+func (s *Store) ApplyReport(ctx context.Context, r Report) (ReportResult, error) {
+	var out ReportResult
+	err := s.pool.QueryRow(ctx, sqlReport, r.Ref, r.Workspace, r.Status, r.At, r.BounceType, r.Reason, r.ComplaintType, r.Email).
+		Scan(&out.MessageID, &out.Workspace, &out.To, &out.RFCID, &out.ExternalID, &out.TemplateID, &out.PolicyID,
+			&out.Provider, &out.Previous, &out.Moved)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("apply report: %w", err)
+	}
+	out.Found = true
+	return out, nil
+}
