@@ -218,8 +218,12 @@ func (a *api) upsert(c *ingest.Call) ingest.Result {
 		return a.internal(err)
 	}
 	if len(errs.fields) == 0 {
-		if err := a.store.checkGrowth(c.Ctx, c.Principal.Workspace, e, f, &errs); err != nil {
+		field, msg, err := a.store.CheckGrowth(c.Ctx, c.Principal.Workspace, e, f)
+		if err != nil {
 			return a.internal(err)
+		}
+		if field != "" {
+			errs.add(field, msg)
 		}
 	}
 	if len(errs.fields) > 0 {

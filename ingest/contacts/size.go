@@ -143,16 +143,19 @@ func fieldsSize(f Fields) (total int64, largest string) {
 	return total, largest
 }
 
-// checkGrowth refuses, before anything is written, an update that would
-// make the stored contact (ws, email) carry more than MaxContactValues in
-// its events: the stored values it keeps plus the ones f writes. Writes
-// smaller than growthCheckFrom are not checked (no query on the common
-// path); concurrent large writes of different keys are each checked
-// against what was stored before them.
-func (s *Store) checkGrowth(ctx context.Context, ws, email string, f Fields, errs *fieldErrs) error {
+// CheckGrowth reports an update that would make the stored contact (ws,
+// email) carry more than MaxContactValues in its events: the stored values
+// it keeps plus the ones f writes (custom field values as CustomFieldPatch
+// gives them). field names the value of f that takes the most, msg says
+// why; both are empty when the update fits or the contact does not exist.
+// Writes smaller than growthCheckFrom are not checked (no query on the
+// common path); concurrent large writes of different keys are each checked
+// against what was stored before them. Called by every path that updates
+// a contact, before it writes; an error means the check could not run.
+func (s *Store) CheckGrowth(ctx context.Context, ws, email string, f Fields) (field, msg string, err error) {
 	own, largest := fieldsSize(f)
 	if own <= growthCheckFrom {
-		return nil
+		return "", "", nil
 	}
 	keys := make([]string, 0, len(f.CustomFields))
 	for k := range f.CustomFields {
@@ -160,7 +163,7 @@ func (s *Store) checkGrowth(ctx context.Context, ws, email string, f Fields, err
 	}
 	rows, err := s.pool.Query(ctx, sqlValuesSize, ws, email, keys)
 	if err != nil {
-		return fmt.Errorf("size of contact %s in %s: %w", email, ws, err)
+		return "", "", fmt.Errorf("size of contact %s in %s: %w", email, ws, err)
 	}
 	defer rows.Close()
 	kept := own
@@ -168,7 +171,7 @@ func (s *Store) checkGrowth(ctx context.Context, ws, email string, f Fields, err
 		var k string
 		var n int64
 		if err := rows.Scan(&k, &n); err != nil {
-			return fmt.Errorf("size of contact %s in %s: %w", email, ws, err)
+			return "", "", fmt.Errorf("size of contact %s in %s: %w", email, ws, err)
 		}
 		switch {
 		case strings.HasPrefix(k, "customFields."):
@@ -180,12 +183,12 @@ func (s *Store) checkGrowth(ctx context.Context, ws, email string, f Fields, err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("size of contact %s in %s: %w", email, ws, err)
+		return "", "", fmt.Errorf("size of contact %s in %s: %w", email, ws, err)
 	}
-	if kept > MaxContactValues {
-		errs.add(largest, "makes the contact's values take "+strconv.FormatInt(kept, 10)+
-			" bytes once stored and published, with the values it already has (each <, > and & is written as a six-byte \\u escape, numbers in full digits), over the "+
-			strconv.Itoa(MaxContactValues)+" a contact event can carry")
+	if kept <= MaxContactValues {
+		return "", "", nil
 	}
-	return nil
+	return largest, "makes the contact's values take " + strconv.FormatInt(kept, 10) +
+		" bytes once stored and published, with the values it already has (each <, > and & is written as a six-byte \\u escape, numbers in full digits), over the " +
+		strconv.Itoa(MaxContactValues) + " a contact event can carry", nil
 }

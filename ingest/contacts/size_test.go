@@ -71,12 +71,12 @@ func TestCheckGrowth(t *testing.T) {
 		{"a contact that does not exist", "new@example.com", Fields{CustomFields: map[string]any{"b": big}}, ""},
 		{"a small write (not checked)", "big@example.com", Fields{CustomFields: map[string]any{"b": "<<<"}}, ""},
 	} {
-		var errs fieldErrs
-		if err := s.checkGrowth(ctx, ws, tc.email, tc.f, &errs); err != nil {
+		field, msg, err := s.CheckGrowth(ctx, ws, tc.email, tc.f)
+		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got := strings.Join(errs.fields, ","); got != tc.refused {
-			t.Errorf("%s: refused %q (%v), want %q", tc.name, got, errs.msgs, tc.refused)
+		if field != tc.refused {
+			t.Errorf("%s: refused %q (%s), want %q", tc.name, field, msg, tc.refused)
 		}
 	}
 }

@@ -396,6 +396,17 @@ func (s *service) mergeContact(ctx context.Context, p *prepared) error {
 			}
 			c.CustomFields = merged
 		}
+		if st != nil && s.contacts != nil { // the update may not grow the contact past what its events carry
+			f := contacts.Fields{FirstName: in.FirstName, Country: in.Country, Language: in.Language, CustomFields: p.custom}
+			field, msg, err := s.contacts.CheckGrowth(ctx, p.ws, p.req.To, f)
+			if err != nil {
+				return errInternal{err}
+			}
+			if field != "" {
+				p.refusals = append(p.refusals, refusal{Status: 400, Code: codeValidation, Fields: []string{"contact." + field},
+					Error: "Invalid input: contact." + field + " " + msg})
+			}
+		}
 	}
 	p.contact = c
 	return nil

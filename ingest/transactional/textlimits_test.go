@@ -85,3 +85,39 @@ func TestLengthLimitsCountCharacters(t *testing.T) {
 		t.Errorf("the contact's first name: %d bytes stored (%v), want the %d sent", len(first), err, len(long))
 	}
 }
+
+// TestSendContactGrowthIsBounded: a send whose contact object writes a
+// large value into an existing contact is checked with what the contact
+// already carries, as an upsert is: one that would take the contact's
+// events past contacts.MaxContactValues answers 400 naming the field, and
+// nothing is sent. (The large contact is written in SQL, so no 60 MB event
+// is published.)
+func TestSendContactGrowthIsBounded(t *testing.T) {
+	e := newEnv(t, envOpts{noStages: true})
+	ws, key := e.workspace(ingesttest.WorkspaceOpts{})
+	to := uniq("grow")
+	for _, q := range []string{
+		`INSERT INTO custom_fields (workspace_id, key, type) VALUES ($1, 'b', 'string')`,
+		`INSERT INTO contacts (id, workspace_id, seq, email, custom_fields)
+			VALUES ('c_' || md5($2), $1, 1, $2, jsonb_build_object('a', repeat('<', 10500000)))`, // 63 MB as published
+	} {
+		args := []any{ws}
+		if strings.Contains(q, "$2") {
+			args = append(args, to)
+		}
+		if _, err := e.pg.Exec(t.Context(), q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, m := e.call("POST", "/api/v1/transactional/send", key, map[string]any{
+		"to": to, "subject": "Hi", "htmlContent": "<p>Hi</p>",
+		"contact": map[string]any{"customFields": map[string]any{"b": strings.Repeat("&", 1<<20)}},
+	})
+	if st != 400 || m["code"] != "validation_error" || !slices.Equal(fieldsOf(m), []string{"contact.customFields.b"}) {
+		t.Fatalf("a 6 MB custom field on a 63 MB contact: %d %.300v", st, m)
+	}
+	var n int
+	if err := e.pg.QueryRow(t.Context(), "SELECT count(*) FROM transactional_messages WHERE workspace_id = $1", ws).Scan(&n); err != nil || n != 0 {
+		t.Errorf("stored %d messages (%v), want none", n, err)
+	}
+}
