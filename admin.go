@@ -8,7 +8,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"sendstream/admincli"
+	"sendstream/deploy/admincli"
 	"sendstream/deploy/stack"
 	chsink "sendstream/sinks/clickhouse"
 	pgsink "sendstream/sinks/postgres"

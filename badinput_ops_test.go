@@ -122,6 +122,23 @@ func biBases(e *biEnv) map[string]func(marker string) baseReq {
 				"complaintType": "abuse", "occurredAt": "2024-05-01T10:00:00Z", "provider": "suite",
 			}}}}
 		},
+		// REST hooks: subscribing again answers 200 with the existing
+		// subscription, so one fixed URL stores one row however many inputs run.
+		"subscribeWebhook": func(string) baseReq {
+			return baseReq{body: map[string]any{"event": "CONTACT_CREATED", "targetUrl": "https://8.8.8.8/hooks/suite"}}
+		},
+		// Each input deletes a subscription of its own, stored directly
+		// (the API's rate limit of 60 a minute would stop the suite).
+		"deleteWebhook": func(m string) baseReq {
+			id := schemas.NewID()
+			if _, err := e.h.PG.Exec(context.Background(),
+				`INSERT INTO webhook_subscriptions (id, workspace_id, event, target_url) VALUES ($1, $2, 'EMAIL_BOUNCED', $3)`,
+				id, e.ws, "https://8.8.8.8/hooks/"+m); err != nil {
+				panic(err)
+			}
+			return baseReq{path: map[string]string{"id": id}}
+		},
+		"listWebhookEvents": none,
 		// Unsigned, so refused: the inputs check only that nothing breaks
 		// before the signature check. The certificate URL is on no SNS host,
 		// so nothing is fetched.
@@ -195,16 +212,17 @@ const snapshotSQL = `SELECT
  (SELECT count(*) || '/' || coalesce(max(updated_at)::text, '-') FROM memberships WHERE workspace_id = $1),
  (SELECT count(*) FROM event_claims WHERE workspace_id = $1),
  (SELECT count(*) || '/' || coalesce(max(updated_at)::text, '-') FROM transactional_messages WHERE workspace_id = $1),
- (SELECT count(*) FROM suppressions WHERE workspace_id = $1)`
+ (SELECT count(*) FROM suppressions WHERE workspace_id = $1),
+ (SELECT count(*) FROM webhook_subscriptions WHERE workspace_id = $1)`
 
 func (e *biEnv) snapshot(t *testing.T) snapshot {
 	t.Helper()
-	var c, m, ev, tx, sup string
-	if err := e.h.PG.QueryRow(context.Background(), snapshotSQL, e.ws).Scan(&c, &m, &ev, &tx, &sup); err != nil {
+	var c, m, ev, tx, sup, wh string
+	if err := e.h.PG.QueryRow(context.Background(), snapshotSQL, e.ws).Scan(&c, &m, &ev, &tx, &sup, &wh); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	s := snapshot{
-		rows:      fmt.Sprintf("contacts %s, memberships %s, event claims %s, messages %s, suppressions %s", c, m, ev, tx, sup),
+		rows:      fmt.Sprintf("contacts %s, memberships %s, event claims %s, messages %s, suppressions %s, webhook subscriptions %s", c, m, ev, tx, sup, wh),
 		envelopes: map[string]schemas.Envelope{},
 	}
 	for _, topic := range schemas.AllTopics {

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"sendstream/admincli"
+	"sendstream/deploy/admincli"
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"

@@ -27,5 +27,5 @@ func webhookRoutes(res pipeline.Resources) []ingest.Route {
 	}
 	out.Warn(res.Logger)
 	guard := webhooks.NewGuard(webhooks.GuardConfig{AllowPrivate: out.AllowPrivate})
-	return webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(res.Postgres, 0), Guard: guard})
+	return webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(res.Postgres), Guard: guard})
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"sendstream/admincli"
+	"sendstream/deploy/admincli"
 )
 
 // AdminCommands are the operator's commands on workspaces and their

@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 
-	"sendstream/admincli"
+	"sendstream/deploy/admincli"
 	"sendstream/ingest/auth"
 )
 

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"sendstream/admincli"
+	"sendstream/deploy/admincli"
 	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"
 	"sendstream/schemas"

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"sendstream/deploy/stack"
@@ -27,7 +30,7 @@ func start(t *testing.T) *env {
 	t.Helper()
 	dns := startDNS(t)
 	g := webhooks.NewGuard(webhooks.GuardConfig{Resolver: dns.resolver()})
-	h := ingesttest.Start(t, webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(stack.PG(t), 0), Guard: g})...)
+	h := ingesttest.Start(t, webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(stack.PG(t)), Guard: g})...)
 	return &env{h: h, dns: dns, g: g}
 }
 
@@ -259,4 +262,80 @@ func TestScopeAndRateLimit(t *testing.T) {
 	if st, b := e.h.Do("DELETE", "/api/v1/webhooks/"+schemas.NewID(), scoped, nil); st != 404 {
 		t.Fatalf("DELETE after GET's limit: %d %s (its own counter)", st, b)
 	}
+}
+
+// TestConcurrentSubscribes: equal subscribes racing create one
+// subscription; every answer carries its id, exactly one of them 201.
+func TestConcurrentSubscribes(t *testing.T) {
+	e := start(t)
+	ws, key := e.h.NewWorkspace(t, ingesttest.WorkspaceOpts{})
+	const n = 12
+	type answer struct {
+		st int
+		b  []byte
+	}
+	out := make(chan answer, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, b := e.h.Do("POST", "/api/v1/webhooks/subscribe", key, map[string]any{"event": "EMAIL_DELIVERED", "targetUrl": "https://8.8.4.4/race"})
+			out <- answer{st, b}
+		}()
+	}
+	wg.Wait()
+	close(out)
+	created, ids := 0, map[string]bool{}
+	for a := range out {
+		if a.st == 201 {
+			created++
+		} else if a.st != 200 {
+			t.Fatalf("answer %d %s", a.st, a.b)
+		}
+		ids[decode[sub](t, a.b).ID] = true
+	}
+	if created != 1 || len(ids) != 1 || e.count(t, ws) != 1 {
+		t.Fatalf("%d created, ids %v, %d stored; want one", created, ids, e.count(t, ws))
+	}
+}
+
+// TestNoInventedSubscriptionLimits: the spec caps neither the number of a
+// workspace's subscriptions nor a target URL's length. 120 subscriptions
+// (across the rate limit's minute, so the limiter is widened) and a 10,000
+// byte URL are stored, and subscribing that long URL again finds it.
+func TestNoInventedSubscriptionLimits(t *testing.T) {
+	dns := startDNS(t)
+	g := webhooks.NewGuard(webhooks.GuardConfig{Resolver: dns.resolver()})
+	h := ingesttest.Start(t, webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(stack.PG(t)), Guard: g})...)
+	e := &env{h: h, dns: dns, g: g}
+	ws, key := h.NewWorkspace(t, ingesttest.WorkspaceOpts{RateMultiplier: 100})
+	for i := 0; i < 120; i++ {
+		if st, b := e.subscribe(t, key, "CONTACT_CREATED", fmt.Sprintf("https://8.8.8.8/hook/%d", i)); st != 201 {
+			t.Fatalf("subscription %d: %d %s", i, st, b)
+		}
+	}
+	long := "https://8.8.8.8/" + strings.Repeat("a", 10000)
+	st, b := e.subscribe(t, key, "CONTACT_UPDATED", long)
+	if st != 201 {
+		t.Fatalf("10,000-byte URL: %d %.200s", st, b)
+	}
+	if st, b2 := e.subscribe(t, key, "CONTACT_UPDATED", long); st != 200 || idOf(t, b) != idOf(t, b2) {
+		t.Fatalf("the long URL again: %d, ids %s / %s", st, idOf(t, b), idOf(t, b2))
+	}
+	if n := e.count(t, ws); n != 121 {
+		t.Fatalf("%d stored, want 121", n)
+	}
+}
+
+// idOf returns the id of a subscribe answer.
+func idOf(t *testing.T, b []byte) string {
+	t.Helper()
+	var v struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil || v.ID == "" {
+		t.Fatalf("no id in %.200s: %v", b, err)
+	}
+	return v.ID
 }

@@ -18,8 +18,6 @@ var (
 	sqlLock string
 	//go:embed sql/find.sql
 	sqlFind string
-	//go:embed sql/count.sql
-	sqlCount string
 	//go:embed sql/insert.sql
 	sqlInsert string
 	//go:embed sql/delete.sql
@@ -28,16 +26,8 @@ var (
 	sqlMatching string
 )
 
-// DefaultMaxSubscriptions caps the REST hook subscriptions of one
-// workspace: every piece of work a tenant can start has a budget, and each
-// subscription multiplies the deliveries of its event.
-const DefaultMaxSubscriptions = 100
-
 // ErrNotFound: no such subscription in the workspace.
 var ErrNotFound = errors.New("webhook subscription not found")
-
-// ErrLimitReached: the workspace has its maximum number of subscriptions.
-var ErrLimitReached = errors.New("webhook subscription limit reached")
 
 // Subscription is one REST hook (spec 2.5).
 type Subscription struct {
@@ -50,23 +40,20 @@ type Subscription struct {
 // Store keeps REST hook subscriptions in Postgres (table
 // webhook_subscriptions, migration 0050). Safe for concurrent use.
 type Store struct {
-	pg  *pgxpool.Pool
-	max int
+	pg *pgxpool.Pool
 }
 
-// NewStore returns a Store on pg allowing max subscriptions per workspace
-// (0: DefaultMaxSubscriptions).
-func NewStore(pg *pgxpool.Pool, max int) *Store {
-	if max <= 0 {
-		max = DefaultMaxSubscriptions
-	}
-	return &Store{pg: pg, max: max}
+// NewStore returns a Store on pg. A workspace may have any number of
+// subscriptions: the spec sets no cap (its rate limit of 60 subscribes a
+// minute bounds how fast they grow).
+func NewStore(pg *pgxpool.Pool) *Store {
+	return &Store{pg: pg}
 }
 
 // Subscribe creates the subscription of workspace ws to event at
-// targetURL, or finds the one that exists (created reports which). It
-// returns ErrLimitReached when a new one would pass the cap. Concurrent
-// calls for one workspace are serialised, so two equal calls create one.
+// targetURL, or finds the one that exists (created reports which).
+// Concurrent calls for one workspace are serialised, so two equal calls
+// create one.
 func (s *Store) Subscribe(ctx context.Context, ws, event, targetURL string) (sub Subscription, created bool, err error) {
 	sub = Subscription{Event: event, TargetURL: targetURL}
 	err = pgx.BeginFunc(ctx, s.pg, func(tx pgx.Tx) error {
@@ -80,13 +67,6 @@ func (s *Store) Subscribe(ctx context.Context, ws, event, targetURL string) (sub
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("find: %w", err)
 		}
-		var n int
-		if err := tx.QueryRow(ctx, sqlCount, ws).Scan(&n); err != nil {
-			return fmt.Errorf("count: %w", err)
-		}
-		if n >= s.max {
-			return ErrLimitReached
-		}
 		sub.ID = schemas.NewID()
 		if err := tx.QueryRow(ctx, sqlInsert, sub.ID, ws, event, targetURL).Scan(&sub.CreatedAt); err != nil {
 			return fmt.Errorf("insert: %w", err)
@@ -95,9 +75,6 @@ func (s *Store) Subscribe(ctx context.Context, ws, event, targetURL string) (sub
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrLimitReached) {
-			return Subscription{}, false, err
-		}
 		return Subscription{}, false, fmt.Errorf("subscribe %s to %s: %w", ws, event, err)
 	}
 	sub.CreatedAt = sub.CreatedAt.UTC()

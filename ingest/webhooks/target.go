@@ -13,9 +13,6 @@ import (
 	"golang.org/x/net/idna"
 )
 
-// MaxURLLength caps a target URL, in bytes.
-const MaxURLLength = 2048
-
 // Codes of refused target URLs (the `code` of the 400 answer).
 const (
 	// CodeInvalidURL: not an absolute http(s) URL with a usable host.
@@ -56,7 +53,7 @@ type Target struct {
 
 // ParseTarget checks the rules that need no network: an absolute http or
 // https URL (https only when httpsOnly), a host, no user name or password,
-// a port from 1 to 65535, at most MaxURLLength bytes. Host spellings that
+// a port from 1 to 65535 (no length limit: the spec sets none). Host spellings that
 // some clients read as IPv4 addresses but that are not dotted-decimal
 // (2130706433, 0x7f.1, 0177.0.0.1, 127.1) are decoded: a private one is
 // refused with CodePrivateTarget, any other with CodeInvalidURL (no
@@ -67,9 +64,6 @@ func ParseTarget(raw string, httpsOnly bool) (Target, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return Target{}, refuse(CodeInvalidURL, "targetUrl is required")
-	}
-	if len(raw) > MaxURLLength {
-		return Target{}, refuse(CodeInvalidURL, "targetUrl is longer than %d bytes", MaxURLLength)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -32,7 +32,6 @@ const Limit = 60
 const (
 	CodeValidation   = "validation_error"
 	CodeUnknownEvent = "unknown_event"
-	CodeLimitReached = "subscription_limit_reached"
 	CodeNotFound     = "not_found"
 )
 
@@ -173,8 +172,6 @@ func (h *handlers) subscribe(c *ingest.Call) ingest.Result {
 	}
 	sub, created, err := h.store.Subscribe(c.Ctx, c.Principal.Workspace, in.Event, in.TargetURL)
 	switch {
-	case errors.Is(err, ErrLimitReached):
-		return ingest.Fail(422, CodeLimitReached, "The workspace already has the maximum number of webhook subscriptions; delete one first")
 	case err != nil:
 		return ingest.Fail(503, "unavailable", "The service is temporarily unavailable; nothing was stored, retry later")
 	}

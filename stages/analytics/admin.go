@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"sendstream/admincli"
+	"sendstream/deploy/admincli"
 )
 
 // AdminCommands is the events feature's operator command: the analytics

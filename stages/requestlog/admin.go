@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"sendstream/admincli"
+	"sendstream/deploy/admincli"
 	chsink "sendstream/sinks/clickhouse"
 )
 

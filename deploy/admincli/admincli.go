@@ -6,7 +6,9 @@
 // parses its flags and prints its result as one JSON object.
 //
 // This package imports nothing of sendstream's, so feature packages under
-// ingest/ and stages/ can both declare commands without import cycles.
+// ingest/ and stages/ can both declare commands without import cycles. It
+// lives under deploy/ with the other operator tools because the top-level
+// folders are fixed.
 package admincli
 
 import (
