@@ -5,8 +5,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sendstream/ingest/ingesttest"
+	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/email/smtptest"
 )
@@ -79,5 +81,45 @@ func TestSlowRelayForOneMessageHoldsNoOther(t *testing.T) {
 	e.waitStatus(key, slow, "sent")
 	if n := len(e.messagesTo("slow@example.test")); n != 1 {
 		t.Errorf("%d copies of the held message, want 1", n)
+	}
+}
+
+// TestLongRelayOutageDeadLettersNothing: while the relay stays down for
+// many times the runner's retry budget, messages never handed off stay
+// queued: none is dead-lettered or failed, and each is sent once when the
+// relay returns. The relay's breaker is set never to open here, so every
+// try reaches the closed port and fails as "provider unavailable", not as
+// an open breaker (which the runner never counted as an attempt).
+func TestLongRelayOutageDeadLettersNothing(t *testing.T) {
+	e := newEnv(t, envOpts{noStages: true})
+	e.settings = map[string]string{"smtp_url": "smtp://" + e.smtp.Addr + "?tls=none&breaker_failures=1000000"}
+	e.runStages()
+	ws, key := e.workspace(ingesttest.WorkspaceOpts{})
+	e.smtp.Stop()
+	var ids []string
+	for i := range 3 {
+		st, ans := e.send(key, map[string]any{"to": fmt.Sprintf("long%d@example.test", i), "subject": "Outage", "htmlContent": "<p>o</p>"})
+		if st != 201 {
+			t.Fatal(st, ans)
+		}
+		ids = append(ids, ans["id"].(string))
+	}
+	// The runner's budget here: 5 retries, 50 ms doubling to 300 ms, about
+	// 1 s. The outage lasts several times that.
+	time.Sleep(6 * time.Second)
+	for _, id := range ids {
+		if s := e.pgStatus(id); s != schemas.MessageQueued {
+			t.Errorf("message %s is %s during the outage, want queued", id, s)
+		}
+	}
+	if dl := e.envelopes(schemas.TopicDeadLetter, pipeline.TypeDeadLettered, ws); len(dl) != 0 {
+		t.Fatalf("%d messages dead-lettered during the outage", len(dl))
+	}
+	e.smtp.Restart(t)
+	for i, id := range ids {
+		e.waitStatus(key, id, "sent")
+		if n := len(e.messagesTo(fmt.Sprintf("long%d@example.test", i))); n != 1 {
+			t.Errorf("message %d: %d copies, want 1", i, n)
+		}
 	}
 }
