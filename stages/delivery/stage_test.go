@@ -1,0 +1,106 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sendstream/deploy/stack"
+	"sendstream/ingest/auth"
+	"sendstream/pipeline"
+	"sendstream/schemas"
+	"sendstream/sinks/email/smtptest"
+)
+
+// TestHandleSendsOnceAndAnswersRedeliveriesAlike drives Handle against
+// Postgres and a test SMTP server: a send is claimed, handed off once and
+// answered with its status and TRANSACTIONAL_SENT envelopes; the same
+// envelope again (a redelivery after a crash before the runner published)
+// sends nothing and returns the same envelopes. A message whose relay
+// answer is lost fails as outcome unknown and is never handed off again.
+func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
+	pg := stack.PG(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ws, _, err := auth.NewStore(pg).CreateWorkspace(ctx, auth.NewWorkspace{Name: "delivery stage " + schemas.NewID()[20:], Plan: "pro"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost atomic.Int32
+	server := smtptest.Start(t, smtptest.Options{Data: func(m smtptest.Message) error {
+		if strings.HasPrefix(m.To[0], "lost@") {
+			lost.Add(1)
+			return smtptest.DropConnection
+		}
+		return nil
+	}})
+	cfg := DefaultConfig().FromSettings(map[string]string{"secret": "s", "smtp_url": "smtp://" + server.Addr + "?tls=none"})
+	s, err := New(ctx, pipeline.Resources{Postgres: pg}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	send := func(to string) schemas.Envelope {
+		id := schemas.NewID()
+		p := schemas.SendPayload{MessageID: id, RFCMessageID: id + "@stage.test", To: to, From: schemas.Address{Email: "noreply@stage.test"},
+			Policy:  schemas.PolicyRef{ID: "p", Key: "transactional", Kind: schemas.PolicyTransactional, Provider: "smtp"},
+			Subject: "Hello {{ n }}", HTML: "<p>{{ n }}</p>", Data: json.RawMessage(`{"n":1}`), AcceptedAt: time.Now().UTC()}
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No row yet: Handle restores it from the envelope first.
+		return schemas.Envelope{ID: id, Workspace: ws, Type: schemas.TypeTransactionalSend, Key: ws + ":" + id, OccurredAt: p.AcceptedAt, Payload: b}
+	}
+
+	env := send("once@example.test")
+	first, err := s.Handle(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 2 || first[0].Type != schemas.TypeTransactionalStatus || first[1].Type != schemas.TypeWebhookTransactionalSent ||
+		route(first[0]) != schemas.TopicMessageStatus || route(first[1]) != schemas.TopicWebhooks {
+		t.Fatalf("outputs %+v, want a status for TopicMessageStatus and TRANSACTIONAL_SENT", first)
+	}
+	if st, _ := schemas.DecodeStatusPayload(first[0].Payload); st.Status != schemas.MessageSent || st.MessageID != env.ID {
+		t.Errorf("status payload %s", first[0].Payload)
+	}
+	again, err := s.Handle(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != 2 {
+		t.Fatalf("redelivery: %d outputs, want the same 2", len(again))
+	}
+	for i := range again {
+		if again[i].ID != first[i].ID || !bytes.Equal(again[i].Payload, first[i].Payload) {
+			t.Errorf("redelivery output %d: %s %s, want %s %s", i, again[i].ID, again[i].Payload, first[i].ID, first[i].Payload)
+		}
+	}
+	if n := len(server.Messages()); n != 1 {
+		t.Errorf("%d messages at the server, want 1", n)
+	}
+
+	env = send("lost@example.test")
+	outs, err := s.Handle(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 1 {
+		t.Fatalf("lost answer: %d outputs, want a failed status", len(outs))
+	}
+	st, _ := schemas.DecodeStatusPayload(outs[0].Payload)
+	if st.Status != schemas.MessageFailed || !strings.Contains(st.Detail, "outcome unknown") {
+		t.Errorf("lost answer: %+v, want failed as outcome unknown", st)
+	}
+	if _, err := s.Handle(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if n := lost.Load(); n != 1 {
+		t.Errorf("the message whose answer was lost was transmitted %d times, want 1", n)
+	}
+}
