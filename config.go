@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sendstream/deploy/stack"
+	"sendstream/ingest/webhooks"
 	"sendstream/pipeline"
 	"sendstream/sinks/email/render"
 )
@@ -64,6 +65,12 @@ type Config struct {
 	// after its N-th committed contacts or list membership write, before
 	// publishing.
 	FaultExitAfterCommit int64
+	// Webhooks are the outgoing-webhook settings for local development
+	// and tests: SENDSTREAM_WEBHOOK_ALLOW_PRIVATE (comma-separated CIDRs
+	// the SSRF guard lets through) and SENDSTREAM_WEBHOOK_INSECURE_TLS=1
+	// (accept self-signed receiver certificates). Both default to off;
+	// serve logs a warning for each that is on.
+	Webhooks webhooks.Outbound
 }
 
 // loadConfig reads the environment, filling connection settings the
@@ -125,6 +132,9 @@ func loadConfig() (Config, error) {
 	}
 	if c.FaultExitAfterCommit, err = strconv.ParseInt(env("SENDSTREAM_FAULT_EXIT_AFTER_COMMIT", "0"), 10, 64); err != nil || c.FaultExitAfterCommit < 0 {
 		return c, fmt.Errorf("SENDSTREAM_FAULT_EXIT_AFTER_COMMIT %q: want a whole number", os.Getenv("SENDSTREAM_FAULT_EXIT_AFTER_COMMIT"))
+	}
+	if c.Webhooks, err = webhooks.ParseOutbound(os.Getenv("SENDSTREAM_WEBHOOK_ALLOW_PRIVATE"), os.Getenv("SENDSTREAM_WEBHOOK_INSECURE_TLS")); err != nil {
+		return c, err
 	}
 	if ttl == 0 {
 		c.KeyCacheTTL = -1 // ingest.Config reads 0 as "default"

@@ -11,6 +11,7 @@ import (
 	"sendstream/ingest/ratelimit"
 	"sendstream/ingest/tracking"
 	"sendstream/ingest/transactional"
+	"sendstream/ingest/webhooks"
 	"sendstream/pipeline"
 	"sendstream/sinks/email/render"
 	"sendstream/stages/analytics"
@@ -55,7 +56,11 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 		Limiter: ratelimit.New(res.Postgres, ratelimit.Options{}),
 	})...)
 	// REST hooks: subscribe, delete, the event catalogue (ingest/webhooks).
-	routes = append(routes, webhookRoutes(res)...)
+	// REST hooks (ingest/webhooks). The outgoing-webhook settings are
+	// for local development; each that is on is logged as a warning.
+	cfg.Webhooks.Warn(res.Logger)
+	guard := webhooks.NewGuard(webhooks.GuardConfig{AllowPrivate: cfg.Webhooks.AllowPrivate})
+	routes = append(routes, webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(res.Postgres), Guard: guard})...)
 	return routes
 }
 
