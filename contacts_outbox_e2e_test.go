@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/schemas"
@@ -220,27 +221,30 @@ func checkDomainEvents(t *testing.T, e *e2eEnv, pg *pgx.Conn, ws, list string) {
 
 	deadline := time.Now().Add(60 * time.Second)
 	var got topicEvents
-	var missing int
+	var missing []string
 	for {
 		got = e.domainEvents(t, ws)
-		missing = 0
-		for id := range wantIDs {
+		missing = missing[:0]
+		for id, typ := range wantIDs {
 			if got.records[id] == 0 {
-				missing++
+				missing = append(missing, typ+" "+id)
 			}
 		}
 		for c := range wantChanges {
 			if len(got.ids[c]) == 0 {
-				missing++
+				missing = append(missing, c.typ+" of contact "+c.contact)
 			}
 		}
-		if missing == 0 || time.Now().After(deadline) {
+		if len(missing) == 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if missing > 0 {
-		t.Fatalf("%d of %d committed changes have no event on the topic after the restart", missing, len(wantIDs)+len(wantChanges))
+	if len(missing) > 0 {
+		var left int64
+		_ = pg.QueryRow(ctx, "SELECT count(*) FROM contact_outbox WHERE workspace_id = $1", ws).Scan(&left)
+		t.Fatalf("%d of %d committed changes have no event on the topic after the restart (%d outbox rows left): %v",
+			len(missing), len(wantIDs)+len(wantChanges), left, missing)
 	}
 	dups := 0
 	for id, n := range got.records {
@@ -276,25 +280,44 @@ type topicEvents struct {
 }
 
 // domainEvents reads the contact and membership events of ws on the
-// contacts topic from the start until it is idle.
+// contacts topic from the start up to its end offsets when called (not
+// until a poll comes back empty, which a loaded machine can cause early).
 func (e *e2eEnv) domainEvents(t *testing.T, ws string) topicEvents {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker), kgo.ConsumeTopics(e.prefix+schemas.TopicContacts),
+	topic := e.prefix + schemas.TopicContacts
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	left := map[int32]int64{} // partition -> end offset still to reach
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("end offset of %s/%d: %v", topic, o.Partition, o.Err)
+		}
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
 	out := topicEvents{records: map[string]int{}, types: map[string]string{}, ids: map[change]map[string]struct{}{}}
 	first := map[string]schemas.Envelope{}
-	idle := 0
-	for idle < 3 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	for len(left) > 0 {
 		fs := cl.PollFetches(ctx)
-		cancel()
-		n := 0
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s to its end offsets: %v (partitions left: %v)", topic, ctx.Err(), left)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
-			n++
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
 			var env schemas.Envelope
 			if err := schemas.DecodeEnvelope(r.Value, &env); err != nil {
 				t.Fatalf("decode a record of the contacts topic: %v", err)
@@ -325,11 +348,6 @@ func (e *e2eEnv) domainEvents(t *testing.T, ws string) topicEvents {
 				out.ids[c][env.ID] = struct{}{}
 			}
 		})
-		if n == 0 {
-			idle++
-		} else {
-			idle = 0
-		}
 	}
 	return out
 }
