@@ -1,13 +1,13 @@
 package ingest
 
 import (
-	"errors"
-	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"sendstream/deploy/metrics"
 )
 
 // Metric names of the HTTP tier.
@@ -18,10 +18,6 @@ const (
 	metricLogDropped = "sendstream_requestlog_dropped_total"
 	metricAuthCache  = "sendstream_auth_cache_total"
 )
-
-// durationBuckets are the buckets of the request-duration histogram:
-// seconds, from 100µs to 10s.
-var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
 // serverMetrics holds the HTTP metrics, resolved once per route (and per
 // status on its first use) so the hot path only does atomic adds.
@@ -34,16 +30,16 @@ type serverMetrics struct {
 
 func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 	return &serverMetrics{
-		requests: registered(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: metrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: metricRequests, Help: "HTTP requests answered, by route and status.",
 		}, []string{"method", "route", "status"})),
-		duration: registered(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: metricDuration, Help: "Seconds from reading a request to writing its answer, by route.", Buckets: durationBuckets,
+		duration: metrics.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: metricDuration, Help: "Seconds from reading a request to writing its answer, by route.", Buckets: metrics.LatencyBuckets,
 		}, []string{"method", "route"})),
-		unmatched: registered(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		unmatched: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: metricUnmatched, Help: "Requests that matched no route (404) or no method (405).",
 		})),
-		logDropped: registered(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		logDropped: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: metricLogDropped, Help: "Request-log records of non-2xx answers dropped (queue full or publish failed).",
 		})),
 	}
@@ -57,26 +53,7 @@ func authCacheGauge(reg prometheus.Registerer, result string, fn func() float64)
 		Name: metricAuthCache, Help: "Credential cache lookups by result (hit or miss).",
 		ConstLabels: prometheus.Labels{"result": result},
 	}, fn)
-	reg.Unregister(g)
-	_ = reg.Register(g)
-}
-
-// registered registers c with reg and returns it, or returns the collector
-// already registered there with the same descriptors (a second Server in
-// one process shares the series of the first). It panics when reg holds a
-// different metric under the same name.
-func registered[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	var dup prometheus.AlreadyRegisteredError
-	if errors.As(err, &dup) {
-		if prev, ok := dup.ExistingCollector.(C); ok {
-			return prev
-		}
-	}
-	panic(fmt.Sprintf("ingest: register metrics: %v", err))
+	metrics.Replace(reg, g)
 }
 
 // routeMetrics are one route's series: a latency histogram and request

@@ -1,35 +1,13 @@
 package pipeline
 
 import (
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"sendstream/deploy/metrics"
 )
-
-// latencyBuckets are the buckets of the pipeline's duration histograms:
-// seconds, from 100µs to 10s.
-var latencyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
-
-// registerMetric registers c with reg and returns it, or returns the collector
-// already registered there with the same descriptors, so a second Producer
-// or Run in one process shares the series of the first. It panics when reg
-// holds a different metric under the same name (a programming error).
-func registerMetric[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	var dup prometheus.AlreadyRegisteredError
-	if errors.As(err, &dup) {
-		if prev, ok := dup.ExistingCollector.(C); ok {
-			return prev
-		}
-	}
-	panic(fmt.Sprintf("pipeline: register metrics: %v", err))
-}
 
 // durations is a histogram of seconds.
 type durations struct{ prometheus.Observer }
@@ -49,10 +27,10 @@ type runnerMetrics struct {
 func newRunnerMetrics(reg prometheus.Registerer) *runnerMetrics {
 	stage := []string{"stage"}
 	counter := func(name, help string) *prometheus.CounterVec {
-		return registerMetric(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, stage))
+		return metrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, stage))
 	}
 	histogram := func(name, help string) *prometheus.HistogramVec {
-		return registerMetric(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, stage))
+		return metrics.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: metrics.LatencyBuckets}, stage))
 	}
 	return &runnerMetrics{
 		processed:      counter("sendstream_stage_processed_total", "Envelopes handled successfully."),
@@ -64,7 +42,7 @@ func newRunnerMetrics(reg prometheus.Registerer) *runnerMetrics {
 		commits:        counter("sendstream_stage_commits_total", "Offset commits."),
 		commitFailures: counter("sendstream_stage_commit_failures_total", "Offset commits that failed (the batch will be read again)."),
 		reopens:        counter("sendstream_stage_reopens_total", "Times the reader was reopened after a failure."),
-		lag: registerMetric(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		lag: metrics.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sendstream_stage_lag",
 			Help: "Messages behind the partition high-water marks, as of the last batch.",
 		}, stage)),
@@ -81,19 +59,19 @@ type producerMetrics struct {
 
 func newProducerMetrics(reg prometheus.Registerer) producerMetrics {
 	counter := func(name, help string) prometheus.Counter {
-		return registerMetric(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+		return metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
 	}
 	histogram := func(name, help string, buckets []float64) prometheus.Histogram {
-		return registerMetric(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}))
+		return metrics.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}))
 	}
 	return producerMetrics{
 		messages: counter("sendstream_producer_messages_total", "Envelopes acknowledged by the broker."),
 		errors:   counter("sendstream_producer_errors_total", "Envelopes whose produce failed."),
 		batches:  counter("sendstream_producer_batches_total", "Produce requests sent (group commits)."),
 		retries:  counter("sendstream_producer_retries_total", "Produce requests that failed and whose records the client sends again."),
-		ack:      histogram("sendstream_producer_ack_seconds", "Time from Publish to the broker's acknowledgement of all its envelopes.", latencyBuckets),
+		ack:      histogram("sendstream_producer_ack_seconds", "Time from Publish to the broker's acknowledgement of all its envelopes.", metrics.LatencyBuckets),
 		batchLen: histogram("sendstream_producer_batch_messages", "Envelopes per record batch (one partition's share of a produce request).",
 			[]float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096}),
-		request: histogram("sendstream_producer_request_seconds", "Round trip of one produce request (write, broker fsync, response).", latencyBuckets),
+		request: histogram("sendstream_producer_request_seconds", "Round trip of one produce request (write, broker fsync, response).", metrics.LatencyBuckets),
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"sendstream/deploy/metrics"
 	pgsink "sendstream/sinks/postgres"
 )
 
@@ -122,28 +123,16 @@ func NewStore(pg *pgxpool.Pool, cfg StoreConfig) (*Store, error) {
 	}
 	return &Store{
 		pg: own, cfg: cfg,
-		mDuration: registeredHistogram(cfg.Metrics, "sendstream_events_resolve_seconds",
-			"Time of one contact/claim resolve statement (group commit of concurrent event requests).",
-			[]float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}),
-		mBatch: registeredHistogram(cfg.Metrics, "sendstream_events_resolve_batch", "Events resolved by one statement.",
-			[]float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}),
+		mDuration: metrics.Register(cfg.Metrics, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sendstream_events_resolve_seconds",
+			Help:    "Time of one contact/claim resolve statement (group commit of concurrent event requests).",
+			Buckets: metrics.LatencyBuckets,
+		})),
+		mBatch: metrics.Register(cfg.Metrics, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sendstream_events_resolve_batch", Help: "Events resolved by one statement.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
+		})),
 	}, nil
-}
-
-// registeredHistogram registers a histogram with reg, or returns the one a
-// Store registered there before.
-func registeredHistogram(reg prometheus.Registerer, name, help string, buckets []float64) prometheus.Histogram {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
-	if err := reg.Register(h); err != nil {
-		var dup prometheus.AlreadyRegisteredError
-		if errors.As(err, &dup) {
-			if prev, ok := dup.ExistingCollector.(prometheus.Histogram); ok {
-				return prev
-			}
-		}
-		panic(fmt.Sprintf("events store: register %s: %v", name, err))
-	}
-	return h
 }
 
 // Close closes the Store's pool. Resolve must not be called after.

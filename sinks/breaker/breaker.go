@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker"
+
+	"sendstream/deploy/metrics"
 )
 
 // ErrOpen is wrapped by Breaker.Do while the breaker rejects calls. It is
@@ -63,10 +65,10 @@ func (c Config) New(name string) *Breaker {
 		c.Metrics = prometheus.DefaultRegisterer
 	}
 	labels := prometheus.Labels{"breaker": name}
-	b := &Breaker{name: name, rejected: registered(c.Metrics, prometheus.NewCounter(prometheus.CounterOpts{
+	b := &Breaker{name: name, rejected: metrics.Register(c.Metrics, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "sendstream_breaker_rejected_total", Help: "Calls rejected by an open circuit breaker.", ConstLabels: labels,
 	}))}
-	transitions := registered(c.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
+	transitions := metrics.Register(c.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sendstream_breaker_transitions_total", Help: "Circuit breaker state changes, by new state.", ConstLabels: labels,
 	}, []string{"to"}))
 	to := map[gobreaker.State]prometheus.Counter{}
@@ -89,8 +91,7 @@ func (c Config) New(name string) *Breaker {
 	state := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sendstream_breaker_state", Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open.", ConstLabels: labels,
 	}, func() float64 { return float64(b.cb.State()) })
-	c.Metrics.Unregister(state) // an earlier breaker of this name
-	_ = c.Metrics.Register(state)
+	metrics.Replace(c.Metrics, state) // takes over from an earlier breaker of this name
 	return b
 }
 
@@ -99,23 +100,6 @@ func (c Config) New(name string) *Breaker {
 func isPermanent(err error) bool {
 	var p interface{ Permanent() bool }
 	return errors.As(err, &p) && p.Permanent()
-}
-
-// registered registers c with reg and returns it, or returns the collector
-// already registered there with the same descriptors (a breaker of the same
-// name). It panics when reg holds a different metric under the same name.
-func registered[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	var dup prometheus.AlreadyRegisteredError
-	if errors.As(err, &dup) {
-		if prev, ok := dup.ExistingCollector.(C); ok {
-			return prev
-		}
-	}
-	panic(fmt.Sprintf("breaker: register metrics: %v", err))
 }
 
 // Name returns the breaker's name.
