@@ -1,7 +1,8 @@
 // Package pipeline runs stages: Kafka consumers that handle envelopes from one
 // topic, publish what they return, and commit only after success. It owns
-// producing, readers, commits, retries, the dead-letter topic, circuit
-// breakers, metrics and graceful drain, so a stage is one small file.
+// producing, readers, commits, retries, the dead-letter topic, waiting out
+// an open circuit breaker (sinks/breaker) and graceful drain, so a stage is
+// one small file.
 package pipeline
 
 import (
