@@ -79,7 +79,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 	return e
 }
 
-// runStages runs the delivery and messagelog stages until the test ends.
+// runStages runs the delivery, messagelog and messagestatus stages until
+// the test ends.
 func (e *env) runStages() {
 	t := e.t
 	del, ok := pipeline.Lookup(delivery.Name)
