@@ -175,9 +175,9 @@ func (s *Store) Signup(ctx context.Context, l ListRef, t Target, announce Announ
 	return s.setMembership(ctx, l, t, StatusActive, StatusActive, announce)
 }
 
-// setMembership runs, in one transaction (inOutbox): the contact creation
-// (when t.Email is set) with createStatus and set_membership.sql with
-// target status, then the outbox rows of what announce builds.
+// setMembership runs, in one transaction: the contact creation (when
+// t.Email is set) with createStatus and set_membership.sql with target
+// status (one round trip), then the outbox rows of what announce builds.
 func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createStatus, target string, announce Announce[MembershipResult]) (MembershipResult, error) {
 	var res MembershipResult
 	var custom *string
@@ -187,7 +187,9 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 			return res, err
 		}
 	}
-	queue := func(b *pgx.Batch) {
+	write := func(tx pgx.Tx) error {
+		res = MembershipResult{}
+		b := &pgx.Batch{}
 		if t.Email != "" {
 			var a upsertArgs
 			a.add(schemas.NewID(), UpsertInput{Email: t.Email, Fields: t.Fields, Source: t.Source, Metadata: t.Metadata}, custom, createStatus)
@@ -200,9 +202,8 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 			id = &t.ID
 		}
 		b.Queue(sqlSetMembership, l.Workspace, l.ID, email, id, target)
-	}
-	read := func(br pgx.BatchResults) error {
-		res = MembershipResult{}
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
 		var refused bool
 		if t.Email != "" {
 			rows, err := readUpserts(br)
@@ -240,9 +241,9 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 		if prev != nil {
 			res.Previous = *prev
 		}
-		return nil
+		return br.Close()
 	}
-	events, ids, err := s.inOutbox(ctx, l.Workspace, queue, read, func() []ingest.Message { return announce.of(res) })
+	events, ids, err := s.inOutbox(ctx, l.Workspace, write, func() []ingest.Message { return announce.of(res) })
 	if err != nil {
 		return MembershipResult{}, err
 	}
@@ -278,17 +279,16 @@ func (s *Store) Unsubscribe(ctx context.Context, l ListRef, t Target, announce A
 		id = &t.ID
 	}
 	var r UnsubscribeResult
-	queue := func(b *pgx.Batch) { b.Queue(sqlUnsubscribe, l.Workspace, l.ID, email, id) }
-	read := func(br pgx.BatchResults) error {
+	write := func(tx pgx.Tx) error {
 		r = UnsubscribeResult{}
-		err := br.QueryRow().Scan(&r.ContactID, &r.Email, &r.Removed)
+		err := tx.QueryRow(ctx, sqlUnsubscribe, l.Workspace, l.ID, email, id).Scan(&r.ContactID, &r.Email, &r.Removed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			r = UnsubscribeResult{}
 			return nil
 		}
 		return err
 	}
-	events, ids, err := s.inOutbox(ctx, l.Workspace, queue, read, func() []ingest.Message { return announce.of(r) })
+	events, ids, err := s.inOutbox(ctx, l.Workspace, write, func() []ingest.Message { return announce.of(r) })
 	if err != nil {
 		return UnsubscribeResult{}, fmt.Errorf("unsubscribe from %s: %w", l.ID, err)
 	}
@@ -317,11 +317,10 @@ type ConfirmResult struct {
 // is gone. The events announce builds go into the outbox with the change.
 func (s *Store) Confirm(ctx context.Context, ws, id string, announce Announce[ConfirmResult]) (ConfirmResult, error) {
 	var r ConfirmResult
-	queue := func(b *pgx.Batch) { b.Queue(sqlConfirm, ws, id) }
-	read := func(br pgx.BatchResults) error {
+	write := func(tx pgx.Tx) error {
 		r = ConfirmResult{}
 		var lists []byte
-		err := br.QueryRow().Scan(&r.Email, &r.ContactConfirmed, &lists)
+		err := tx.QueryRow(ctx, sqlConfirm, ws, id).Scan(&r.Email, &r.ContactConfirmed, &lists)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrContactNotFound
 		}
@@ -336,7 +335,7 @@ func (s *Store) Confirm(ctx context.Context, ws, id string, announce Announce[Co
 		}
 		return nil
 	}
-	events, ids, err := s.inOutbox(ctx, ws, queue, read, func() []ingest.Message { return announce.of(r) })
+	events, ids, err := s.inOutbox(ctx, ws, write, func() []ingest.Message { return announce.of(r) })
 	if err != nil {
 		return ConfirmResult{}, err
 	}

@@ -27,28 +27,32 @@ var sqlOutboxInsert string
 // and updated.
 const kindEnvelope = "envelope"
 
-// inOutbox runs a write with domain events in one transaction of two
-// round trips: BEGIN and the statements queue adds (read reads their
-// results, in order); then, with the events announce builds from them,
-// outbox_insert.sql and COMMIT. Deadlocks and serialization failures run it
-// all again. It returns the events and their outbox row ids: the caller
-// publishes the events and then passes the ids to Published, or leaves them
-// to the relay. The fault hook counts a commit that wrote events.
-func (s *Store) inOutbox(ctx context.Context, ws string, queue func(*pgx.Batch), read func(pgx.BatchResults) error,
-	announce func() []ingest.Message) ([]ingest.Message, []int64, error) {
+// inOutbox runs write in one transaction, builds the write's events with
+// announce once write succeeded, writes them into contact_outbox in the
+// same transaction and commits; deadlocks and serialization failures run
+// it all again. It returns the events and their outbox row ids: the caller
+// publishes the events and then passes the ids to Published, or leaves
+// them to the relay. The fault hook counts a commit that wrote events.
+func (s *Store) inOutbox(ctx context.Context, ws string, write func(pgx.Tx) error, announce func() []ingest.Message) ([]ingest.Message, []int64, error) {
 	var msgs []ingest.Message
 	var ids []int64
 	err := retryTx(ctx, func() error {
-		conn, err := s.pool.Acquire(ctx)
+		tx, err := s.pool.Begin(ctx)
 		if err != nil {
-			return fmt.Errorf("acquire: %w", err)
+			return fmt.Errorf("begin: %w", err)
 		}
-		defer conn.Release() // the pool drops a connection left in a transaction
-		msgs, ids, err = writeWithOutbox(ctx, conn.Conn(), ws, queue, read, announce)
-		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' && ctx.Err() == nil {
-			_, _ = conn.Exec(ctx, "ROLLBACK")
+		defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
+		if err := write(tx); err != nil {
+			return err
 		}
-		return err
+		msgs = announce()
+		if ids, err = insertOutbox(ctx, tx, ws, msgs); err != nil {
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, nil, err
@@ -59,73 +63,33 @@ func (s *Store) inOutbox(ctx context.Context, ws string, queue func(*pgx.Batch),
 	return msgs, ids, nil
 }
 
-// writeWithOutbox is one attempt of inOutbox on conn; on an error the
-// transaction may still be open (the caller rolls it back).
-func writeWithOutbox(ctx context.Context, conn *pgx.Conn, ws string, queue func(*pgx.Batch), read func(pgx.BatchResults) error,
-	announce func() []ingest.Message) ([]ingest.Message, []int64, error) {
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	queue(b)
-	br := conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, nil, fmt.Errorf("begin: %w", err)
-	}
-	if err := read(br); err != nil {
-		br.Close()
-		return nil, nil, err
-	}
-	if err := br.Close(); err != nil {
-		return nil, nil, err
-	}
-	msgs := announce()
-	b = &pgx.Batch{}
-	if err := queueOutbox(b, ws, msgs); err != nil {
-		return nil, nil, err
-	}
-	b.Queue("COMMIT")
-	br = conn.SendBatch(ctx, b)
-	defer br.Close()
-	var ids []int64
-	if len(msgs) > 0 {
-		rows, err := br.Query()
-		if err == nil {
-			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("write outbox: %w", err)
-		}
-	}
-	tag, err := br.Exec()
-	if err != nil {
-		return nil, nil, fmt.Errorf("commit: %w", err)
-	}
-	if tag.String() != "COMMIT" {
-		return nil, nil, fmt.Errorf("commit: the transaction was rolled back (%s)", tag)
-	}
-	return msgs, ids, br.Close()
-}
-
-// queueOutbox queues outbox_insert.sql for msgs, the envelopes of a write
-// to ws, into b (nothing for no msgs); it returns their row ids.
-func queueOutbox(b *pgx.Batch, ws string, msgs []ingest.Message) error {
+// insertOutbox writes msgs, the envelopes of a write to ws, into
+// contact_outbox within tx and returns their row ids (none for no msgs).
+func insertOutbox(ctx context.Context, tx pgx.Tx, ws string, msgs []ingest.Message) ([]int64, error) {
 	if len(msgs) == 0 {
-		return nil
+		return nil, nil
 	}
 	contactIDs := make([]string, len(msgs))
 	topics := make([]string, len(msgs))
 	envs := make([]string, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		enc, err := schemas.AppendEnvelope(nil, &m.Env)
+		b, err := schemas.AppendEnvelope(nil, &m.Env)
 		if err != nil {
-			return fmt.Errorf("encode %s for the outbox: %w", m.Env.Type, err)
+			return nil, fmt.Errorf("encode %s for the outbox: %w", m.Env.Type, err)
 		}
 		contactIDs[i] = strings.TrimPrefix(m.Env.Key, ws+":")
-		topics[i], envs[i] = m.Topic, string(enc)
+		topics[i], envs[i] = m.Topic, string(b)
 	}
-	b.Queue(sqlOutboxInsert, ws, contactIDs, topics, envs)
-	return nil
+	rows, err := tx.Query(ctx, sqlOutboxInsert, ws, contactIDs, topics, envs)
+	if err != nil {
+		return nil, fmt.Errorf("write outbox: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("write outbox: %w", err)
+	}
+	return ids, nil
 }
 
 // outboxID is r's outbox row id, 0 when none.
