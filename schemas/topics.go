@@ -17,5 +17,6 @@ const (
 // AllTopics lists every topic the pipeline uses, for creation at start-up.
 var AllTopics = []string{
 	TopicRequestLog, TopicEvents, TopicPageViews, TopicContacts, TopicOptIn,
-	TopicTransactional, TopicMessageStatus, TopicWebhooks, TopicDeadLetter,
+	TopicTransactional, TopicMessageStatus, TopicWebhooks, TopicWebhookDeliveries,
+	TopicWebhookAttempts, TopicDeadLetter,
 }
