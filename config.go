@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"sendstream/deploy/stack"
-	"sendstream/ingest/webhooks"
 	"sendstream/pipeline"
 	"sendstream/sinks/email/render"
+	"sendstream/sinks/webhook"
 )
 
 // Config is every setting of the binary, read from the environment in this
@@ -70,7 +70,7 @@ type Config struct {
 	// the SSRF guard lets through) and SENDSTREAM_WEBHOOK_INSECURE_TLS=1
 	// (accept self-signed receiver certificates). Both default to off;
 	// serve logs a warning for each that is on.
-	Webhooks webhooks.Outbound
+	Webhooks webhook.Outbound
 }
 
 // loadConfig reads the environment, filling connection settings the
@@ -133,7 +133,7 @@ func loadConfig() (Config, error) {
 	if c.FaultExitAfterCommit, err = strconv.ParseInt(env("SENDSTREAM_FAULT_EXIT_AFTER_COMMIT", "0"), 10, 64); err != nil || c.FaultExitAfterCommit < 0 {
 		return c, fmt.Errorf("SENDSTREAM_FAULT_EXIT_AFTER_COMMIT %q: want a whole number", os.Getenv("SENDSTREAM_FAULT_EXIT_AFTER_COMMIT"))
 	}
-	if c.Webhooks, err = webhooks.ParseOutbound(os.Getenv("SENDSTREAM_WEBHOOK_ALLOW_PRIVATE"), os.Getenv("SENDSTREAM_WEBHOOK_INSECURE_TLS")); err != nil {
+	if c.Webhooks, err = webhook.ParseOutbound(os.Getenv("SENDSTREAM_WEBHOOK_ALLOW_PRIVATE"), os.Getenv("SENDSTREAM_WEBHOOK_INSECURE_TLS")); err != nil {
 		return c, err
 	}
 	if ttl == 0 {

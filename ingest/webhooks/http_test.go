@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest"
@@ -16,20 +19,22 @@ import (
 	"sendstream/ingest/ingesttest"
 	"sendstream/ingest/webhooks"
 	"sendstream/schemas"
+	"sendstream/sinks/webhook"
+	"sendstream/sinks/webhook/webhooktest"
 )
 
 // env is the real server with the webhooks routes, its guard resolving
 // names with a DNS server the test controls.
 type env struct {
 	h   *ingesttest.Harness
-	dns *dnsServer
-	g   *webhooks.Guard
+	dns *webhooktest.DNS
+	g   *webhook.Guard
 }
 
 func start(t *testing.T) *env {
 	t.Helper()
-	dns := startDNS(t)
-	g := webhooks.NewGuard(webhooks.GuardConfig{Resolver: dns.resolver()})
+	dns := webhooktest.StartDNS(t)
+	g := webhook.NewGuard(webhook.GuardConfig{Resolver: dns.Resolver()})
 	h := ingesttest.Start(t, webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(stack.PG(t)), Guard: g})...)
 	return &env{h: h, dns: dns, g: g}
 }
@@ -140,8 +145,8 @@ func TestWorkspaceIsolation(t *testing.T) {
 
 func TestSubscribeRefusals(t *testing.T) {
 	e := start(t)
-	e.dns.set("inside.example.com", addrs("10.0.0.7"))
-	e.dns.set("meta.example.com", addrs("93.184.216.34", "169.254.169.254"))
+	e.dns.Set("inside.example.com", webhooktest.Addrs("10.0.0.7"))
+	e.dns.Set("meta.example.com", webhooktest.Addrs("93.184.216.34", "169.254.169.254"))
 	ws, key := e.h.NewWorkspace(t, ingesttest.WorkspaceOpts{RateMultiplier: 10})
 	ok := "https://8.8.8.8/hook"
 	cases := []struct {
@@ -171,7 +176,7 @@ func TestSubscribeRefusals(t *testing.T) {
 		st, b := e.h.Do("POST", "/api/v1/webhooks/subscribe", key, c.body)
 		wantError(t, c.name, st, b, 400, c.code, c.fields...)
 	}
-	for _, u := range privateSpellings {
+	for _, u := range webhooktest.PrivateSpellings {
 		st, b := e.subscribe(t, key, "CONTACT_CREATED", u)
 		wantError(t, u, st, b, 400, "private_target", "targetUrl")
 	}
@@ -185,17 +190,17 @@ func TestSubscribeRefusals(t *testing.T) {
 // client's connection is refused.
 func TestSubscribeRebinding(t *testing.T) {
 	e := start(t)
-	rcv := newReceiver(t, false, nil)
-	e.dns.set("rebind.example.com", addrs("93.184.216.34"), addrs("127.0.0.1"))
+	rcv := webhooktest.NewReceiver(t, false, nil)
+	e.dns.Set("rebind.example.com", webhooktest.Addrs("93.184.216.34"), webhooktest.Addrs("127.0.0.1"))
 	_, key := e.h.NewWorkspace(t, ingesttest.WorkspaceOpts{})
-	url := "http://rebind.example.com:" + rcv.port() + "/hook"
+	url := "http://rebind.example.com:" + rcv.Port() + "/hook"
 	if st, b := e.subscribe(t, key, "CONTACT_CREATED", url); st != 201 {
 		t.Fatalf("subscribe: %d %s", st, b)
 	}
-	if _, err := get(e.g.Client(webhooks.ClientConfig{}), url); !errors.Is(err, webhooks.ErrPrivateAddress) {
+	if _, err := get(e.g.Client(webhook.ClientConfig{}), url); !errors.Is(err, webhook.ErrPrivateAddress) {
 		t.Fatalf("delivery to the rebound name: %v", err)
 	}
-	if rcv.hits.Load() != 0 {
+	if rcv.Hits.Load() != 0 {
 		t.Fatal("the loopback receiver was reached")
 	}
 }
@@ -305,8 +310,8 @@ func TestConcurrentSubscribes(t *testing.T) {
 // (across the rate limit's minute, so the limiter is widened) and a 10,000
 // byte URL are stored, and subscribing that long URL again finds it.
 func TestNoInventedSubscriptionLimits(t *testing.T) {
-	dns := startDNS(t)
-	g := webhooks.NewGuard(webhooks.GuardConfig{Resolver: dns.resolver()})
+	dns := webhooktest.StartDNS(t)
+	g := webhook.NewGuard(webhook.GuardConfig{Resolver: dns.Resolver()})
 	h := ingesttest.Start(t, webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(stack.PG(t)), Guard: g})...)
 	e := &env{h: h, dns: dns, g: g}
 	ws, key := h.NewWorkspace(t, ingesttest.WorkspaceOpts{RateMultiplier: 100})
@@ -338,4 +343,16 @@ func idOf(t *testing.T, b []byte) string {
 		t.Fatalf("no id in %.200s: %v", b, err)
 	}
 	return v.ID
+}
+
+// get POSTs {} to url with c and returns the status code.
+func get(c *fasthttp.Client, url string) (int, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(url)
+	req.Header.SetMethod("POST")
+	req.SetBodyString(`{}`)
+	err := c.DoTimeout(req, resp, 5*time.Second)
+	return resp.StatusCode(), err
 }

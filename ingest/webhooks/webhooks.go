@@ -1,13 +1,9 @@
-// Package webhooks is the REST hooks API of spec 2.5, 4.9 and 6 (issue 25)
-// and the pieces the delivery stages build on:
-//
-//   - the routes POST /api/v1/webhooks/subscribe, DELETE
-//     /api/v1/webhooks/{id} and GET /api/v1/webhooks/events, with the
-//     subscriptions kept in Postgres (Store);
-//   - the target rules (ParseTarget, Guard.CheckTarget) and the
-//     connect-time SSRF guard (Guard: a net.Dialer Control hook and a
-//     fasthttp client that check every address actually dialled);
-//   - Standard Webhooks signing (Sign, NewSecret).
+// Package webhooks is the REST hooks API of spec 2.5, 4.9 and 6 (issue 25):
+// the routes POST /api/v1/webhooks/subscribe, DELETE /api/v1/webhooks/{id}
+// and GET /api/v1/webhooks/events, with the subscriptions kept in Postgres
+// (Store). The target rules, the connect-time SSRF guard and Standard
+// Webhooks signing are in package sinks/webhook, which the delivery stages
+// share.
 //
 // The event types are the catalogue in package schemas
 // (schemas.WebhookEvents).
@@ -22,6 +18,7 @@ import (
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
 	"sendstream/schemas"
+	"sendstream/sinks/webhook"
 )
 
 // Limit is the rate limit of every webhooks endpoint (spec 4.1, 8.1), per
@@ -44,7 +41,7 @@ type Deps struct {
 	Store *Store
 	// Guard applies the address rules to targets; required (the same
 	// guard, with the same allowed ranges, as the delivery stage's).
-	Guard *Guard
+	Guard *webhook.Guard
 }
 
 // Routes returns the REST hooks endpoints for the ingest server.
@@ -66,7 +63,7 @@ func Routes(d Deps) []ingest.Route {
 
 type handlers struct {
 	store     *Store
-	guard     *Guard
+	guard     *webhook.Guard
 	catalogue []byte
 }
 
@@ -111,11 +108,11 @@ type fieldError struct {
 }
 
 // parseSubscribe validates the body's fields without the network.
-func parseSubscribe(body []byte) (subscribeInput, Target, []fieldError) {
+func parseSubscribe(body []byte) (subscribeInput, webhook.Target, []fieldError) {
 	var in subscribeInput
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
-		return in, Target{}, []fieldError{{"", CodeValidation, "the body must be a JSON object with event and targetUrl"}}
+		return in, webhook.Target{}, []fieldError{{"", CodeValidation, "the body must be a JSON object with event and targetUrl"}}
 	}
 	var errs []fieldError
 	str := func(name string) (string, bool) {
@@ -138,11 +135,11 @@ func parseSubscribe(body []byte) (subscribeInput, Target, []fieldError) {
 				"Unknown event type " + quote(ev) + "; GET /v1/webhooks/events lists the subscribable ones"})
 		}
 	}
-	var t Target
+	var t webhook.Target
 	if u, ok := str("targetUrl"); ok {
 		var err error
-		if t, err = ParseTarget(u, false); err != nil {
-			var te *TargetError
+		if t, err = webhook.ParseTarget(u, false); err != nil {
+			var te *webhook.TargetError
 			errors.As(err, &te)
 			errs = append(errs, fieldError{"targetUrl", te.Code, te.Reason})
 		}
@@ -159,7 +156,7 @@ func (h *handlers) subscribe(c *ingest.Call) ingest.Result {
 		ctx, cancel := context.WithTimeout(c.Ctx, resolveTimeout)
 		err := h.guard.CheckTarget(ctx, target)
 		cancel()
-		var te *TargetError
+		var te *webhook.TargetError
 		switch {
 		case errors.As(err, &te):
 			errs = append(errs, fieldError{"targetUrl", te.Code, te.Reason})

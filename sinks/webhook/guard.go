@@ -1,4 +1,4 @@
-package webhooks
+package webhook
 
 import (
 	"context"
@@ -211,7 +211,7 @@ func ParseOutbound(allowPrivate, insecureTLS string) (Outbound, error) {
 	return o, nil
 }
 
-// Warn logs a warning for each setting that weakens outgoing webhooks.
+// Warn logs a warning for each setting that weakens outgoing webhook.
 // Call it once at start.
 func (o Outbound) Warn(logger *slog.Logger) {
 	if logger == nil {

@@ -1,4 +1,4 @@
-package webhooks_test
+package webhook_test
 
 import (
 	"crypto/hmac"
@@ -12,11 +12,11 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"sendstream/ingest/webhooks"
+	"sendstream/sinks/webhook"
 )
 
 // headersOf returns the signature headers of s as net/http headers.
-func headersOf(s webhooks.Signed) http.Header {
+func headersOf(s webhook.Signed) http.Header {
 	h := http.Header{}
 	s.Headers(h.Set)
 	return h
@@ -29,7 +29,7 @@ func verifier(t *testing.T, secret string) *standardwebhooks.Webhook {
 	t.Helper()
 	var wh *standardwebhooks.Webhook
 	var err error
-	if strings.HasPrefix(secret, webhooks.SecretPrefix) {
+	if strings.HasPrefix(secret, webhook.SecretPrefix) {
 		wh, err = standardwebhooks.NewWebhook(secret)
 	} else {
 		wh, err = standardwebhooks.NewWebhookRaw([]byte(secret))
@@ -41,11 +41,11 @@ func verifier(t *testing.T, secret string) *standardwebhooks.Webhook {
 }
 
 func TestNewSecret(t *testing.T) {
-	a, err := webhooks.NewSecret()
+	a, err := webhook.NewSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := webhooks.NewSecret()
+	b, _ := webhook.NewSecret()
 	if a == b || !strings.HasPrefix(a, "whsec_") {
 		t.Fatalf("secrets %q %q", a, b)
 	}
@@ -53,11 +53,11 @@ func TestNewSecret(t *testing.T) {
 	if err != nil || len(key) != 24 {
 		t.Fatalf("key of %q: %d bytes, %v", a, len(key), err)
 	}
-	if err := webhooks.ValidateSecret(a); err != nil {
+	if err := webhook.ValidateSecret(a); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"whsec_", "whsec_!!!", "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 8)), "short", "has space in the secret value"} {
-		if webhooks.ValidateSecret(bad) == nil {
+		if webhook.ValidateSecret(bad) == nil {
 			t.Errorf("ValidateSecret(%q) accepted it", bad)
 		}
 	}
@@ -66,10 +66,10 @@ func TestNewSecret(t *testing.T) {
 // TestSignVerifiesWithReference: every signed message verifies with the
 // Standard Webhooks reference library, for generated and plain secrets.
 func TestSignVerifiesWithReference(t *testing.T) {
-	gen, _ := webhooks.NewSecret()
+	gen, _ := webhook.NewSecret()
 	body := []byte(`{"id":"msg_1","event":"CONTACT_CREATED","timestamp":"2026-01-01T00:00:00Z","teamId":"w","data":{"email":"a@b.c"}}`)
 	for _, secret := range []string{gen, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "plain-secret-without-prefix-123"} {
-		s := webhooks.Sign([]string{secret}, "msg_1", time.Now(), body)
+		s := webhook.Sign([]string{secret}, "msg_1", time.Now(), body)
 		if err := verifier(t, secret).Verify(body, headersOf(s)); err != nil {
 			t.Errorf("secret %q: reference verifier: %v (headers %+v)", secret, err, s)
 		}
@@ -84,7 +84,7 @@ func TestSignVerifiesWithReference(t *testing.T) {
 		}
 	}
 	// A timestamp outside the tolerance is refused by the receiver.
-	s := webhooks.Sign([]string{gen}, "msg_1", time.Now().Add(-10*time.Minute), body)
+	s := webhook.Sign([]string{gen}, "msg_1", time.Now().Add(-10*time.Minute), body)
 	if verifier(t, gen).Verify(body, headersOf(s)) == nil {
 		t.Error("a 10-minute-old timestamp verified")
 	}
@@ -94,11 +94,11 @@ func TestSignVerifiesWithReference(t *testing.T) {
 // sent; a receiver holding either the old or the new secret verifies, one
 // holding neither does not.
 func TestSignRotation(t *testing.T) {
-	oldS, _ := webhooks.NewSecret()
-	newS, _ := webhooks.NewSecret()
-	other, _ := webhooks.NewSecret()
+	oldS, _ := webhook.NewSecret()
+	newS, _ := webhook.NewSecret()
+	other, _ := webhook.NewSecret()
 	body := []byte(`{"id":"m","event":"EMAIL_BOUNCED","data":{}}`)
-	s := webhooks.Sign([]string{newS, oldS}, "m", time.Now(), body)
+	s := webhook.Sign([]string{newS, oldS}, "m", time.Now(), body)
 	if parts := strings.Split(s.Signature, " "); len(parts) != 2 || !strings.HasPrefix(parts[0], "v1,") || !strings.HasPrefix(parts[1], "v1,") {
 		t.Fatalf("signature header %q: want two v1 signatures", s.Signature)
 	}
@@ -115,13 +115,13 @@ func TestSignRotation(t *testing.T) {
 // TestLegacySignature checks X-Signature-256 against its definition:
 // sha256= and the hex HMAC-SHA256 of the raw body under the key.
 func TestLegacySignature(t *testing.T) {
-	secret, _ := webhooks.NewSecret()
+	secret, _ := webhook.NewSecret()
 	key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	body := []byte(`{"x":1}`)
 	m := hmac.New(sha256.New, key)
 	m.Write(body)
 	want := "sha256=" + hex.EncodeToString(m.Sum(nil))
-	s := webhooks.Sign([]string{secret, "older-secret-value-1234"}, "m", time.Now(), body)
+	s := webhook.Sign([]string{secret, "older-secret-value-1234"}, "m", time.Now(), body)
 	if s.Legacy != want {
 		t.Fatalf("X-Signature-256 %q, want %q", s.Legacy, want)
 	}
@@ -130,13 +130,13 @@ func TestLegacySignature(t *testing.T) {
 		t.Fatalf("headers %v", h)
 	}
 	// Without a secret nothing is signed.
-	if h := headersOf(webhooks.Sign(nil, "m", time.Now(), body)); len(h) != 0 {
+	if h := headersOf(webhook.Sign(nil, "m", time.Now(), body)); len(h) != 0 {
 		t.Fatalf("unsigned headers %v", h)
 	}
 	// A non-whsec secret's key is its bytes.
 	m = hmac.New(sha256.New, []byte("plain-secret-value-42"))
 	m.Write(body)
-	if got := webhooks.LegacySignature(webhooks.SecretKey("plain-secret-value-42"), body); got != "sha256="+hex.EncodeToString(m.Sum(nil)) {
+	if got := webhook.LegacySignature(webhook.SecretKey("plain-secret-value-42"), body); got != "sha256="+hex.EncodeToString(m.Sum(nil)) {
 		t.Fatalf("plain secret: %s", got)
 	}
 }
