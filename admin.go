@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"sendstream/deploy/admincli"
 	"sendstream/deploy/stack"
+	"sendstream/pipeline"
 	chsink "sendstream/sinks/clickhouse"
 	pgsink "sendstream/sinks/postgres"
 )
@@ -18,7 +20,7 @@ import (
 // commands features.go lists: it prints one JSON object on stdout, or
 // returns an error (main prints it to stderr and exits non-zero).
 func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return admincli.Run(ctx, featureAdminCommands(), admincli.NewEnv(openAdminPG, openAdminCH), args, stdout, stderr)
+	return admincli.Run(ctx, featureAdminCommands(), admincli.NewEnv(openAdminPG, openAdminCH).WithPublisher(openAdminPublisher), args, stdout, stderr)
 }
 
 // openAdminPG opens Postgres from the local stack's settings
@@ -52,4 +54,25 @@ func openAdminCH(ctx context.Context) (driver.Conn, error) {
 		db = "sendstream"
 	}
 	return chsink.Open(ctx, st.ClickHouseAddr, db)
+}
+
+// openAdminPublisher opens a producer on the configured brokers, topic
+// prefix and Kafka security (config.go); brokers the environment leaves
+// unset come from the local stack's settings, like openAdminPG's. Commands
+// that re-publish (admin webhook replay) ask for it.
+func openAdminPublisher(ctx context.Context) (io.Closer, error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	brokers := cfg.KafkaBrokers
+	if len(brokers) == 0 {
+		st, err := stack.Load()
+		if brokers = st.Brokers(); len(brokers) == 0 {
+			return nil, fmt.Errorf("no Kafka broker: set SENDSTREAM_KAFKA_BROKERS or start the local stack (make run): %v", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: brokers, TopicPrefix: cfg.TopicPrefix, Security: cfg.Kafka})
 }

@@ -2,6 +2,8 @@ package admincli
 
 import (
 	"context"
+	"errors"
+	"io"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,6 +18,9 @@ type Env struct {
 	openCH func(context.Context) (driver.Conn, error)
 	pg     *pgxpool.Pool
 	ch     driver.Conn
+
+	openPub func(context.Context) (io.Closer, error)
+	pub     io.Closer
 }
 
 // NewEnv returns an Env that opens Postgres with openPG (a pool with the
@@ -50,8 +55,40 @@ func (e *Env) CH(ctx context.Context) (driver.Conn, error) {
 	return e.ch, nil
 }
 
-// Close closes what PG and CH opened; Run calls it when the command ends.
+// WithPublisher sets how Publisher opens the pipeline's producer and
+// returns e. The root package's admin command passes an opener returning a
+// *pipeline.Producer on the configured brokers and topic prefix; this
+// package names no pipeline type, so that it imports nothing of
+// sendstream's.
+func (e *Env) WithPublisher(open func(context.Context) (io.Closer, error)) *Env {
+	e.openPub = open
+	return e
+}
+
+// Publisher returns the producer WithPublisher's opener makes, opening it
+// on the first call; a command asserts it to the interface it publishes
+// through (pipeline.Publisher). It fails when no opener was set.
+func (e *Env) Publisher(ctx context.Context) (io.Closer, error) {
+	if e.pub == nil {
+		if e.openPub == nil {
+			return nil, errors.New("admin: no broker settings for this command")
+		}
+		pub, err := e.openPub(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.pub = pub
+	}
+	return e.pub, nil
+}
+
+// Close closes what PG, CH and Publisher opened (the producer first, which
+// waits for what it still holds); Run calls it when the command ends.
 func (e *Env) Close() {
+	if e.pub != nil {
+		_ = e.pub.Close()
+		e.pub = nil
+	}
 	if e.pg != nil {
 		e.pg.Close()
 		e.pg = nil
