@@ -137,7 +137,8 @@ func TestAdminDeliveriesFilters(t *testing.T) {
 
 // TestAdminReplay: `admin webhook replay` publishes each selected message
 // again to the deliveries topic, with the same message id and body, Replay
-// set and the attempt number after the highest one published; --message
+// set and the attempt number after the highest one published or logged;
+// --message
 // picks every target the message went to, --endpoint with --since every
 // message of that target whose first attempt was due since then.
 func TestAdminReplay(t *testing.T) {
@@ -169,6 +170,21 @@ func TestAdminReplay(t *testing.T) {
 	deliver("m0", "endpoint", "ep1", 1, t0.Add(-time.Hour))
 	deliver("m3", "endpoint", "ep2", 1, t0.Add(time.Hour))
 	if err := st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// sub1's one delivery envelope made three quick attempts: the log is
+	// ahead of the bodies, and the replay continues after attempt 3.
+	logSt, err := webhooklog.New(ctx, pipeline.Resources{ClickHouse: ch}, webhooklog.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a := 1; a <= 3; a++ {
+		if _, err := logSt.Handle(ctx, attemptEnv(t, ws, schemas.WebhookAttempt{MessageID: "m1", Event: "CONTACT_CREATED", TargetKind: "subscription",
+			TargetID: "sub1", Attempt: a, Outcome: "retry", StatusCode: 500, At: t0.Add(time.Duration(a) * time.Second)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := logSt.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -217,7 +233,7 @@ func TestAdminReplay(t *testing.T) {
 	}
 
 	got := readDeliveries(t, e.Brokers(), prefix+schemas.TopicWebhookDeliveries, 4)
-	want := map[string]int{"m1/ep1": 4, "m1/sub1": 2, "m2/ep1": 2} // target → next attempt
+	want := map[string]int{"m1/ep1": 4, "m1/sub1": 4, "m2/ep1": 2} // message/target → next attempt
 	seen := map[string]int{}
 	for _, env := range got {
 		var d schemas.WebhookDelivery

@@ -22,6 +22,8 @@ var (
 	replayMessageSQL string
 	//go:embed replay_target.sql
 	replayTargetSQL string
+	//go:embed attempts_max.sql
+	attemptsMaxSQL string
 )
 
 // Outcome classes of Filter.Status.
@@ -100,7 +102,8 @@ func Deliveries(ctx context.Context, conn driver.Conn, f Filter) ([]Delivery, er
 }
 
 // Logged is a message as published for one target, from webhook_messages:
-// the delivery to publish again, with the highest attempt number seen.
+// the delivery to publish again, with the highest attempt number seen in
+// webhook_messages or webhook_attempts.
 type Logged struct {
 	Workspace string
 	Delivery  schemas.WebhookDelivery
@@ -141,5 +144,43 @@ func queryLogged(ctx context.Context, conn driver.Conn, workspace, sql string, a
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("webhook messages of %s: %w", workspace, err)
 	}
-	return out, nil
+	if len(out) == 0 {
+		return out, nil
+	}
+	return raiseToLogged(ctx, conn, workspace, out)
+}
+
+// raiseToLogged raises each delivery's attempt number to the highest one
+// webhook_attempts holds for its message and target.
+func raiseToLogged(ctx context.Context, conn driver.Conn, workspace string, ls []Logged) ([]Logged, error) {
+	ids := make([]string, 0, len(ls))
+	seen := make(map[string]bool, len(ls))
+	for _, l := range ls {
+		if !seen[l.Delivery.MessageID] {
+			seen[l.Delivery.MessageID] = true
+			ids = append(ids, l.Delivery.MessageID)
+		}
+	}
+	rows, err := conn.Query(ctx, attemptsMaxSQL, workspace, ids)
+	if err != nil {
+		return nil, fmt.Errorf("webhook attempts of %s: %w", workspace, err)
+	}
+	defer rows.Close()
+	highest := make(map[string]int, len(ls))
+	for rows.Next() {
+		var msg, target string
+		var attempt uint32
+		if err := rows.Scan(&msg, &target, &attempt); err != nil {
+			return nil, fmt.Errorf("webhook attempts of %s: scan: %w", workspace, err)
+		}
+		highest[msg+"/"+target] = int(attempt)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("webhook attempts of %s: %w", workspace, err)
+	}
+	for i := range ls {
+		d := &ls[i].Delivery
+		d.Attempt = max(d.Attempt, highest[d.MessageID+"/"+d.TargetID])
+	}
+	return ls, nil
 }

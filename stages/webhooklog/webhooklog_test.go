@@ -118,7 +118,10 @@ func TestAttemptsFromTheBrokerLoggedOnce(t *testing.T) {
 	waitFor(t, "the third attempt logged", func() bool { return len(list()) >= 3 })
 	waitFor(t, "the second message's body logged", func() bool {
 		m2, err := webhooklog.MessageTargets(ctx, ch, ws, "m2")
-		return err == nil && len(m2) == 1
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(m2) == 1
 	})
 	if n := countFinal(t, ch, "webhook_attempts", ws); n != 3 {
 		t.Fatalf("webhook_attempts FINAL: %d rows, want 3", n)
