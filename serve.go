@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -303,7 +304,18 @@ func stageSettings(cfg Config) map[string]string {
 		"render_max_iterations":   strconv.FormatInt(cfg.Render.MaxIterations, 10),
 		"render_max_output_bytes": strconv.FormatInt(cfg.Render.MaxOutputBytes, 10),
 		"render_timeout":          cfg.Render.Timeout.String(),
+		"webhook_allow_private":   prefixList(cfg.Webhooks.AllowPrivate),
+		"webhook_insecure_tls":    strconv.FormatBool(cfg.Webhooks.InsecureTLS),
 	}
+}
+
+// prefixList writes ranges as comma-separated CIDRs.
+func prefixList(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
 }
 
 // localSecret returns the secret kept in the data dir, creating it once.

@@ -75,12 +75,15 @@ type WebhookDelivery struct {
 // WebhookAttempt is the payload of TypeWebhookAttempt: one row of the
 // delivery log.
 type WebhookAttempt struct {
-	MessageID     string     `json:"messageId"`
-	Event         string     `json:"event"`
-	TargetKind    string     `json:"targetKind"`
-	TargetID      string     `json:"targetId"`
-	URL           string     `json:"url"`
-	Attempt       int        `json:"attempt"`
+	MessageID  string `json:"messageId"`
+	Event      string `json:"event"`
+	TargetKind string `json:"targetKind"`
+	TargetID   string `json:"targetId"`
+	URL        string `json:"url"`
+	Attempt    int    `json:"attempt"`
+	// Throttled numbers the 429 answers of this delivery (outcome
+	// throttled: the attempt number did not advance); 0 otherwise.
+	Throttled     int        `json:"throttled,omitempty"`
 	Outcome       string     `json:"outcome"`
 	StatusCode    int        `json:"statusCode,omitempty"` // 0: no answer
 	DurationMs    float64    `json:"durationMs"`

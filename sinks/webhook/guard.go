@@ -168,6 +168,7 @@ func (g *Guard) Client(cfg ClientConfig) *fasthttp.Client {
 		WriteTimeout:             cfg.Timeout,
 		MaxResponseBodySize:      cfg.MaxResponseBodySize,
 		MaxIdleConnDuration:      30 * time.Second,
+		MaxConnWaitTimeout:       cfg.Timeout, // wait for a free connection to a busy host rather than fail at once
 		NoDefaultUserAgentHeader: false,
 		RetryIfErr:               func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
 	}
