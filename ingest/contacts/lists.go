@@ -243,7 +243,7 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 		}
 		return br.Close()
 	}
-	events, ids, err := s.inOutbox(ctx, l.Workspace, write, func() []ingest.Message { return announce.of(res) })
+	events, ids, err := s.InOutbox(ctx, write, func() []ingest.Message { return announce.of(res) })
 	if err != nil {
 		return MembershipResult{}, err
 	}
@@ -288,7 +288,7 @@ func (s *Store) Unsubscribe(ctx context.Context, l ListRef, t Target, announce A
 		}
 		return err
 	}
-	events, ids, err := s.inOutbox(ctx, l.Workspace, write, func() []ingest.Message { return announce.of(r) })
+	events, ids, err := s.InOutbox(ctx, write, func() []ingest.Message { return announce.of(r) })
 	if err != nil {
 		return UnsubscribeResult{}, fmt.Errorf("unsubscribe from %s: %w", l.ID, err)
 	}
@@ -335,7 +335,7 @@ func (s *Store) Confirm(ctx context.Context, ws, id string, announce Announce[Co
 		}
 		return nil
 	}
-	events, ids, err := s.inOutbox(ctx, ws, write, func() []ingest.Message { return announce.of(r) })
+	events, ids, err := s.InOutbox(ctx, write, func() []ingest.Message { return announce.of(r) })
 	if err != nil {
 		return ConfirmResult{}, err
 	}

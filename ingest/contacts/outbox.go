@@ -27,13 +27,21 @@ var sqlOutboxInsert string
 // and updated.
 const kindEnvelope = "envelope"
 
-// inOutbox runs write in one transaction, builds the write's events with
+// InOutbox runs write in one transaction, builds the write's events with
 // announce once write succeeded, writes them into contact_outbox in the
 // same transaction and commits; deadlocks and serialization failures run
-// it all again. It returns the events and their outbox row ids: the caller
-// publishes the events and then passes the ids to Published, or leaves
-// them to the relay. The fault hook counts a commit that wrote events.
-func (s *Store) inOutbox(ctx context.Context, ws string, write func(pgx.Tx) error, announce func() []ingest.Message) ([]ingest.Message, []int64, error) {
+// it all again (write and announce must start afresh each time). It
+// returns the events and their outbox row ids: the caller publishes the
+// events and then passes the ids to Published, or leaves them to the
+// relay, which publishes each row as it was written (same id, causation id
+// and payload). Each envelope's row belongs to its own Env.Workspace. The
+// fault hook counts a commit that wrote events.
+//
+// This package's membership writes, sign-ups and confirmations use it, and
+// so do other Postgres-backed writes whose events must not be lost between
+// commit and publish (ingest/transactional's provider reports): one outbox,
+// one relay.
+func (s *Store) InOutbox(ctx context.Context, write func(pgx.Tx) error, announce func() []ingest.Message) ([]ingest.Message, []int64, error) {
 	var msgs []ingest.Message
 	var ids []int64
 	err := retryTx(ctx, func() error {
@@ -46,7 +54,7 @@ func (s *Store) inOutbox(ctx context.Context, ws string, write func(pgx.Tx) erro
 			return err
 		}
 		msgs = announce()
-		if ids, err = insertOutbox(ctx, tx, ws, msgs); err != nil {
+		if ids, err = insertOutbox(ctx, tx, msgs); err != nil {
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -63,13 +71,15 @@ func (s *Store) inOutbox(ctx context.Context, ws string, write func(pgx.Tx) erro
 	return msgs, ids, nil
 }
 
-// insertOutbox writes msgs, the envelopes of a write to ws, into
-// contact_outbox within tx and returns their row ids (none for no msgs).
-func insertOutbox(ctx context.Context, tx pgx.Tx, ws string, msgs []ingest.Message) ([]int64, error) {
+// insertOutbox writes msgs, whole envelopes, into contact_outbox within tx
+// (each under its Env.Workspace, with its key's id) and returns their row
+// ids (none for no msgs).
+func insertOutbox(ctx context.Context, tx pgx.Tx, msgs []ingest.Message) ([]int64, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	contactIDs := make([]string, len(msgs))
+	wss := make([]string, len(msgs))
+	keyIDs := make([]string, len(msgs))
 	topics := make([]string, len(msgs))
 	envs := make([]string, len(msgs))
 	for i := range msgs {
@@ -78,10 +88,11 @@ func insertOutbox(ctx context.Context, tx pgx.Tx, ws string, msgs []ingest.Messa
 		if err != nil {
 			return nil, fmt.Errorf("encode %s for the outbox: %w", m.Env.Type, err)
 		}
-		contactIDs[i] = strings.TrimPrefix(m.Env.Key, ws+":")
+		wss[i] = m.Env.Workspace
+		keyIDs[i] = strings.TrimPrefix(m.Env.Key, m.Env.Workspace+":")
 		topics[i], envs[i] = m.Topic, string(b)
 	}
-	rows, err := tx.Query(ctx, sqlOutboxInsert, ws, contactIDs, topics, envs)
+	rows, err := tx.Query(ctx, sqlOutboxInsert, wss, keyIDs, topics, envs)
 	if err != nil {
 		return nil, fmt.Errorf("write outbox: %w", err)
 	}
@@ -208,14 +219,16 @@ func (d *outboxDeleter) close() { d.wg.Wait() }
 // fault is a test hook: with exitAfter > 0 the process exits (status 137,
 // as after kill -9) right after its exitAfter-th committed write that wrote
 // events (an upsert statement, a membership change, an unsubscribe, a
-// confirmation), before anything is published or answered.
+// confirmation, or any other write through InOutbox such as a provider
+// report), before anything is published or answered.
 type fault struct {
 	exitAfter int64
 	n         atomic.Int64
 }
 
 // SetFaultExitAfterCommit makes the process exit right after the n-th
-// committed contacts or list membership write (0: never). Only the kill -9 tests set it
+// committed write with events (contacts, list memberships, anything
+// through InOutbox; 0: never). Only the kill -9 tests set it
 // (SENDSTREAM_FAULT_EXIT_AFTER_COMMIT).
 func (s *Store) SetFaultExitAfterCommit(n int64) { s.fault.exitAfter = n }
 

@@ -12,12 +12,12 @@ import (
 	"sendstream/schemas"
 )
 
-// relayAll runs the relay without grace until the outbox of every
-// workspace is empty.
-func (e *env) relayAll(t *testing.T, pub *pipeline.Producer) {
+// relayAll runs the relay without grace until ws's outbox is empty (only
+// ws's rows: other tests share the database).
+func (e *env) relayAll(t *testing.T, pub *pipeline.Producer, ws string) {
 	t.Helper()
 	for {
-		n, err := e.store.RelayOnce(context.Background(), pub, 0, 100)
+		n, err := e.store.RelayWorkspaceOnce(context.Background(), pub, ws, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestOutboxRelaysMembershipEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	e.relayAll(t, pub)
+	e.relayAll(t, pub, ws)
 	reqs := e.optIns(t, ws)
 	if len(reqs) != 1 || reqs[0].Email != "d@example.com" {
 		t.Fatalf("relayed opt-in requests: %+v", reqs)
@@ -83,7 +83,7 @@ func TestOutboxRelaysMembershipEvents(t *testing.T) {
 	if n := e.outboxRows(t, ws); n != 3 { // subscription confirmed, joined, contact confirmed
 		t.Fatalf("%d outbox rows after the confirmation, want 3", n)
 	}
-	e.relayAll(t, pub)
+	e.relayAll(t, pub, ws)
 	if n := e.outboxRows(t, ws); n != 0 {
 		t.Fatalf("%d outbox rows left after the relay", n)
 	}

@@ -58,7 +58,7 @@ func TestOutboxRelaysWhatAFailedPublishLeft(t *testing.T) {
 	defer pub.Close()
 	// Within the grace period a request may still be publishing: nothing
 	// is taken.
-	if n, err := e.store.RelayOnce(ctx, pub, time.Hour, 100); err != nil || n != 0 {
+	if n, err := e.store.RelayWorkspaceOnce(ctx, pub, ws, time.Hour, 100); err != nil || n != 0 {
 		t.Fatalf("relay within the grace period: %d rows, %v", n, err)
 	}
 	// Four relays racing, one row per round each.
@@ -68,7 +68,7 @@ func TestOutboxRelaysWhatAFailedPublishLeft(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				n, err := e.store.RelayOnce(ctx, pub, 0, 1)
+				n, err := e.store.RelayWorkspaceOnce(ctx, pub, ws, 0, 1)
 				if err != nil {
 					t.Error(err)
 					return

@@ -100,6 +100,21 @@ func (s *Store) StartRelay(ctx context.Context, pub Publisher, cfg RelayConfig) 
 // returns how many rows it handled. The relay loop calls it; tests call it
 // directly.
 func (s *Store) RelayOnce(ctx context.Context, pub Publisher, grace time.Duration, limit int) (int, error) {
+	return s.relayOnce(ctx, pub, "", grace, limit)
+}
+
+// RelayWorkspaceOnce is RelayOnce limited to the rows of workspace ws: tests
+// sharing one database relay only what they wrote, never another test's
+// rows to their own broker.
+func (s *Store) RelayWorkspaceOnce(ctx context.Context, pub Publisher, ws string, grace time.Duration, limit int) (int, error) {
+	if ws == "" {
+		return 0, fmt.Errorf("relay outbox: no workspace")
+	}
+	return s.relayOnce(ctx, pub, ws, grace, limit)
+}
+
+// relayOnce is one relay round over the rows of ws ("": every workspace).
+func (s *Store) relayOnce(ctx context.Context, pub Publisher, ws string, grace time.Duration, limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, relayRoundTimeout)
 	defer cancel()
 	tx, err := s.pool.Begin(ctx)
@@ -107,7 +122,7 @@ func (s *Store) RelayOnce(ctx context.Context, pub Publisher, grace time.Duratio
 		return 0, fmt.Errorf("relay outbox: begin: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
-	rows, err := tx.Query(ctx, sqlOutboxClaim, grace.Seconds(), limit)
+	rows, err := tx.Query(ctx, sqlOutboxClaim, grace.Seconds(), limit, ws)
 	if err != nil {
 		return 0, fmt.Errorf("relay outbox: claim: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"sendstream/ingest"
 	"sendstream/schemas"
 )
@@ -18,6 +20,15 @@ import (
 // on TopicMessageStatus for the ClickHouse message log. Each (message,
 // status) happens at most once, so the envelopes' ids derive from the
 // message id and the status and repeated reports publish nothing new.
+//
+// That is why a report's envelopes are written to the contacts outbox in
+// the transaction that moves the status (contacts.Store.InOutbox): a
+// process dying between that commit and the publish would otherwise lose
+// them for good, since the provider's retry finds the status already moved.
+// The answer still waits for the broker's ack (its 2xx means published);
+// the ack deletes the outbox rows, and rows a crash, a failed publish or a
+// time-out left behind are published by the contacts relay, once, under
+// the same ids.
 
 // providerReport is one report in Sendstream's terms.
 type providerReport struct {
@@ -39,29 +50,37 @@ type reportResult struct {
 	Status    *string `json:"status"`
 }
 
-// apply runs reports and returns their outcomes and the envelopes to
-// publish. ws limits them to one workspace ("" for SES, which is trusted
-// by signature and finds messages by Message-ID).
-func (a *api) apply(ctx context.Context, ws string, reports []providerReport) ([]reportResult, []ingest.Message, error) {
-	var out []reportResult
-	var pub []ingest.Message
+// applied is what a call's reports did: their outcomes, the envelopes to
+// publish and the contacts outbox rows holding them.
+type applied struct {
+	results []reportResult
+	publish []ingest.Message
+	outbox  []int64
+}
+
+// apply runs reports and returns what they did. ws limits them to one
+// workspace ("" for SES, which is trusted by signature and finds messages
+// by Message-ID).
+func (a *api) apply(ctx context.Context, ws string, reports []providerReport) (applied, error) {
+	var out applied
 	for _, r := range reports {
 		ref := strings.Trim(r.Ref, "<> ")
 		if strings.HasPrefix(ref, "ext:") && ws != "" {
 			ex, err := a.store.Existing(ctx, ws, strings.TrimPrefix(ref, "ext:"))
 			if err != nil {
-				return nil, nil, err
+				return applied{}, err
 			}
 			if ex == nil {
-				out = append(out, reportResult{MessageID: r.Ref})
+				out.results = append(out.results, reportResult{MessageID: r.Ref})
 				continue
 			}
 			ref = ex.ID
 		}
-		res, err := a.store.ApplyReport(ctx, Report{Ref: ref, Workspace: ws, Status: r.Status, At: r.At,
-			BounceType: r.BounceType, Reason: r.Reason, ComplaintType: r.ComplaintType, Email: reportedEmail(r.Email)})
+		rep := Report{Ref: ref, Workspace: ws, Status: r.Status, At: r.At,
+			BounceType: r.BounceType, Reason: r.Reason, ComplaintType: r.ComplaintType, Email: reportedEmail(r.Email)}
+		res, msgs, ids, err := a.applyOne(ctx, rep, r)
 		if err != nil {
-			return nil, nil, err
+			return applied{}, err
 		}
 		rr := reportResult{MessageID: r.Ref, Found: res.Found, Applied: res.Moved}
 		if res.Found {
@@ -72,12 +91,56 @@ func (a *api) apply(ctx context.Context, ws string, reports []providerReport) ([
 			rr.Status = &st
 			rr.MessageID = res.MessageID
 		}
-		out = append(out, rr)
-		if res.Moved {
-			pub = append(pub, reportEnvelopes(res, r)...)
+		out.results = append(out.results, rr)
+		out.publish = append(out.publish, msgs...)
+		out.outbox = append(out.outbox, ids...)
+	}
+	return out, nil
+}
+
+// applyOne applies one report and returns its envelopes; with a contacts
+// store they are written to its outbox in the report's transaction, and
+// their row ids returned too.
+func (a *api) applyOne(ctx context.Context, rep Report, r providerReport) (ReportResult, []ingest.Message, []int64, error) {
+	if a.svc.contacts == nil {
+		res, err := a.store.ApplyReport(ctx, rep)
+		if err != nil || !res.Moved {
+			return res, nil, nil, err
+		}
+		return res, reportEnvelopes(res, r), nil, nil
+	}
+	var res ReportResult
+	write := func(tx pgx.Tx) (err error) {
+		res, err = a.store.ApplyReportTx(ctx, tx, rep)
+		return err
+	}
+	announce := func() []ingest.Message {
+		if !res.Moved {
+			return nil
+		}
+		return reportEnvelopes(res, r)
+	}
+	msgs, ids, err := a.svc.contacts.InOutbox(ctx, write, announce)
+	if err != nil {
+		return ReportResult{}, nil, nil, err
+	}
+	return res, msgs, ids, nil
+}
+
+// answer is the 200 of a report call: it publishes the envelopes before
+// answering; when they are in the outbox, a failed publish answers 503
+// saying they will still be delivered, and the ack deletes their rows.
+func (a *api) answer(ap applied) ingest.Result {
+	res := ingest.Result{Status: 200, Body: map[string]any{"results": nonNilResults(ap.results)}, Publish: ap.publish}
+	if len(ap.publish) > 0 {
+		res.Stored = true
+		if len(ap.outbox) == len(ap.publish) {
+			res.Outboxed = true
+			ids := ap.outbox
+			res.Published = func() { a.svc.contacts.Published(ids...) }
 		}
 	}
-	return out, pub, nil
+	return res
 }
 
 // reportEnvelopes are the webhook and status envelopes of one applied
@@ -194,11 +257,11 @@ func (a *api) genericReport(c *ingest.Call) ingest.Result {
 	if !errs.empty() {
 		return ingest.Fail(400, codeValidation, errs.message(), errs.fields...)
 	}
-	results, pub, err := a.apply(c.Ctx, c.Principal.Workspace, reports)
+	ap, err := a.apply(c.Ctx, c.Principal.Workspace, reports)
 	if err != nil {
 		return a.internal(err)
 	}
-	return ingest.Result{Status: 200, Body: map[string]any{"results": nonNilResults(results)}, Publish: pub}
+	return a.answer(ap)
 }
 
 // sesNotification is an Amazon SES notification (the Message of an SNS
@@ -321,11 +384,11 @@ func (a *api) sesReport(c *ingest.Call) ingest.Result {
 	if err := json.Unmarshal([]byte(m.Message), &n); err != nil {
 		return ingest.Fail(400, codeValidation, "SNS notification does not carry an SES notification")
 	}
-	results, pub, err := a.apply(c.Ctx, "", n.reports())
+	ap, err := a.apply(c.Ctx, "", n.reports())
 	if err != nil {
 		return a.internal(err)
 	}
-	return ingest.Result{Status: 200, Body: map[string]any{"results": nonNilResults(results)}, Publish: pub}
+	return a.answer(ap)
 }
 
 func nonNilResults(r []reportResult) []reportResult {

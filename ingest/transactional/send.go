@@ -567,7 +567,7 @@ func (s *service) send(ctx context.Context, ws, wsName, requestID string, req *s
 	// Create or update the contact first (spec 4.2); the plan's limit only
 	// means no contact is created.
 	if req.Contact != nil && s.contacts != nil {
-		res, err := s.contacts.Upsert(ctx, ws, contacts.UpsertInput{Email: req.To, Source: "api", Fields: contacts.Fields{
+		res, err := s.contacts.Upsert(ctx, ws, contacts.UpsertInput{Email: req.To, Source: "api", RequestID: requestID, Fields: contacts.Fields{
 			FirstName: req.Contact.FirstName, Country: req.Contact.Country, Language: req.Contact.Language, CustomFields: p.custom,
 		}})
 		switch {

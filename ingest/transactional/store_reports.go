@@ -66,10 +66,27 @@ type ReportResult struct {
 }
 
 // ApplyReport moves a message per a provider report and suppresses the
-// address on a hard bounce or complaint (see sql/report.sql).
+// address on a hard bounce or complaint (see sql/report.sql), in a
+// statement of its own.
 func (s *Store) ApplyReport(ctx context.Context, r Report) (ReportResult, error) {
+	return applyReport(ctx, s.pool, r)
+}
+
+// ApplyReportTx is ApplyReport within tx, so the envelopes announcing the
+// move can be written to an outbox in the same transaction
+// (contacts.Store.InOutbox).
+func (s *Store) ApplyReportTx(ctx context.Context, tx pgx.Tx, r Report) (ReportResult, error) {
+	return applyReport(ctx, tx, r)
+}
+
+// rowQuerier is what applyReport runs on: a pool or a transaction.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func applyReport(ctx context.Context, q rowQuerier, r Report) (ReportResult, error) {
 	var out ReportResult
-	err := s.pool.QueryRow(ctx, sqlReport, r.Ref, r.Workspace, r.Status, r.At, r.BounceType, r.Reason, r.ComplaintType, r.Email).
+	err := q.QueryRow(ctx, sqlReport, r.Ref, r.Workspace, r.Status, r.At, r.BounceType, r.Reason, r.ComplaintType, r.Email).
 		Scan(&out.MessageID, &out.Workspace, &out.To, &out.RFCID, &out.ExternalID, &out.TemplateID, &out.PolicyID,
 			&out.Provider, &out.Previous, &out.Moved)
 	if errors.Is(err, pgx.ErrNoRows) {

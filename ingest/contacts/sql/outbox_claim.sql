@@ -3,9 +3,12 @@
 -- relay holds are skipped. With each contact upsert row (kind created or
 -- updated), the contact's metadata (not kept in the outbox: it never
 -- changes after creation); rows of kind envelope hold their whole envelope.
+-- $3 limits the claim to one workspace's rows ('' for all: the relay; one
+-- workspace: tests sharing the database).
 SELECT o.id, o.workspace_id, o.kind, o.data, c.metadata
   FROM (SELECT * FROM contact_outbox
          WHERE created_at < now() - make_interval(secs => $1::float8)
+           AND ($3::text = '' OR workspace_id = $3)
          ORDER BY id
          LIMIT $2
            FOR UPDATE SKIP LOCKED) o
