@@ -64,15 +64,20 @@ func (f *secretTargets) Retire(_ context.Context, _, id string) error {
 	return nil
 }
 
-// newStage returns the stage with REST hooks on pg and the fake endpoints.
-func newStage(t *testing.T, pg *pgxpool.Pool, cfg webhookdelivery.Config, endpoints *secretTargets) *webhookdelivery.Stage {
+// newStage returns the stage with REST hooks on pg, the fake endpoints
+// and, when given, a scheduler of later attempts.
+func newStage(t *testing.T, pg *pgxpool.Pool, cfg webhookdelivery.Config, endpoints *secretTargets, sched ...*webhookdelivery.Scheduler) *webhookdelivery.Stage {
 	t.Helper()
 	rest := webhook.NewRESTHooks(pg)
 	targets := map[string]webhookdelivery.Targets{rest.Kind(): rest}
 	if endpoints != nil {
 		targets[schemas.WebhookTargetEndpoint] = endpoints
 	}
-	return webhookdelivery.New(cfg, targets)
+	var sc *webhookdelivery.Scheduler
+	if len(sched) > 0 {
+		sc = sched[0]
+	}
+	return webhookdelivery.New(cfg, targets, sc)
 }
 
 // delivery returns a delivery envelope of attempt n to target.

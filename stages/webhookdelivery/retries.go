@@ -1,0 +1,135 @@
+package webhookdelivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"sendstream/pipeline"
+	"sendstream/schemas"
+)
+
+// This file holds the durable part of the schedule: a retry after the
+// quick attempts (or after a 429 whose wait is longer than theirs) is a
+// River job in Postgres, scheduled at the attempt's NextAttemptAt, which
+// publishes the delivery again with the next attempt number when due. Jobs
+// survive restarts and kill -9; River promotes due jobs about every 5 s.
+
+// retryArgs is the job of one scheduled attempt: the delivery envelope to
+// publish. Jobs are unique by EnvelopeID, so handling an envelope again
+// schedules its retry once.
+type retryArgs struct {
+	EnvelopeID string           `json:"envelopeId" river:"unique"`
+	Envelope   schemas.Envelope `json:"envelope"`
+}
+
+// Kind names the job kind.
+func (retryArgs) Kind() string { return "webhook_delivery_retry" }
+
+// retryWorker publishes due retries to TopicWebhookDeliveries.
+type retryWorker struct {
+	river.WorkerDefaults[retryArgs]
+	pub pipeline.Publisher
+}
+
+// Work publishes the delivery; an error is retried by River.
+func (w *retryWorker) Work(ctx context.Context, job *river.Job[retryArgs]) error {
+	if err := w.pub.Publish(ctx, schemas.TopicWebhookDeliveries, job.Args.Envelope); err != nil {
+		return fmt.Errorf("publish scheduled webhook delivery %s: %w", job.Args.EnvelopeID, err)
+	}
+	return nil
+}
+
+// Scheduler keeps scheduled retries in Postgres and publishes them when
+// due. Safe for concurrent use; Close stops it.
+type Scheduler struct {
+	client *river.Client[pgx.Tx]
+}
+
+// StartScheduler migrates River's tables on pg (rivermigrate, up) and
+// starts its client, which publishes due retries with pub until Close.
+func StartScheduler(ctx context.Context, pg *pgxpool.Pool, pub pipeline.Publisher, logger *slog.Logger) (*Scheduler, error) {
+	driver := riverpgxv5.New(pg)
+	m, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: quiet(logger)})
+	if err != nil {
+		return nil, fmt.Errorf("webhook retry queue: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return nil, fmt.Errorf("webhook retry queue: migrate: %w", err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &retryWorker{pub: pub})
+	c, err := river.NewClient(driver, &river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 32}},
+		Workers: workers,
+		Logger:  quiet(logger),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("webhook retry queue: %w", err)
+	}
+	// The client's own context: it runs until Close, not until ctx ends.
+	if err := c.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("webhook retry queue: start: %w", err)
+	}
+	return &Scheduler{client: c}, nil
+}
+
+// Schedule stores next (a delivery envelope) to be published at at. The
+// same envelope id scheduled again is one job.
+func (s *Scheduler) Schedule(ctx context.Context, next schemas.Envelope, at time.Time) error {
+	_, err := s.client.Insert(ctx, retryArgs{EnvelopeID: next.ID, Envelope: next},
+		&river.InsertOpts{ScheduledAt: at, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	if err != nil {
+		return fmt.Errorf("schedule webhook delivery %s: %w", next.ID, err)
+	}
+	return nil
+}
+
+// Close stops the client, letting running jobs finish for up to 10 s.
+func (s *Scheduler) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.client.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("stop webhook retry queue: %w", err)
+	}
+	return nil
+}
+
+// quiet returns logger, or a logger discarding everything when nil.
+func quiet(logger *slog.Logger) *slog.Logger {
+	if logger != nil {
+		return logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// nextEnvelope returns the delivery envelope d (its Attempt and Throttled
+// already those of the next try) due at at. Its id is
+// ChildID(MessageID+"/"+TargetID, TypeWebhookDelivery, Attempt), or, when
+// it repeats an attempt after a 429, the same with "/throttled" and the
+// throttle count; a replay adds "/replay/<envelope id>".
+func nextEnvelope(env schemas.Envelope, d schemas.WebhookDelivery, throttled bool, at time.Time) (schemas.Envelope, error) {
+	p, err := json.Marshal(d)
+	if err != nil {
+		return schemas.Envelope{}, fmt.Errorf("next webhook delivery of %s: %w", env.ID, err)
+	}
+	base := d.MessageID + "/" + d.TargetID
+	if d.Replay {
+		base += "/replay/" + env.ID
+	}
+	id := schemas.ChildID(base, schemas.TypeWebhookDelivery, d.Attempt)
+	if throttled {
+		id = schemas.ChildID(base+"/throttled", schemas.TypeWebhookDelivery, d.Throttled)
+	}
+	return schemas.Envelope{ID: id, Workspace: env.Workspace, Type: schemas.TypeWebhookDelivery, Key: env.Key,
+		OccurredAt: at.UTC(), Attempt: 0, CausationID: env.ID, Traceparent: env.Traceparent, Payload: p}, nil
+}
