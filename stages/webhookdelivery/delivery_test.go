@@ -357,3 +357,29 @@ func TestHangingReceiverHoldsOnlyItsKey(t *testing.T) {
 		t.Fatalf("hanging delivery: %+v", as)
 	}
 }
+
+// TestLongRetryAfterIsScheduled: a 429 asking for 2 minutes is not waited
+// out in the stage: one request, logged throttled with the next try at
+// Retry-After (within the schedule's bounds) and the attempt number kept;
+// a Retry-After beyond the schedule's longest wait is cut to it.
+func TestLongRetryAfterIsScheduled(t *testing.T) {
+	pg := pgFor(t)
+	ws := workspace(t, pg)
+	for _, c := range []struct {
+		retryAfter string
+		want       time.Duration
+	}{{"120", 2 * time.Minute}, {"999999", 10 * time.Hour}} {
+		rec := &recorder{statuses: []int{429}, header: http.Header{"Retry-After": {c.retryAfter}}}
+		rcv := webhooktest.NewReceiver(t, false, rec.handle)
+		sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+		st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback}, nil)
+		as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL, 2))
+		if len(as) != 1 || as[0].Outcome != schemas.WebhookOutcomeThrottled || as[0].Attempt != 2 || as[0].NextAttemptAt == nil ||
+			as[0].NextAttemptAt.Sub(as[0].At) != c.want {
+			t.Errorf("Retry-After %s: attempts %+v", c.retryAfter, as)
+		}
+		if n := len(rec.got()); n != 1 {
+			t.Errorf("Retry-After %s: %d requests, want 1", c.retryAfter, n)
+		}
+	}
+}
