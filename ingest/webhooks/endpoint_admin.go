@@ -14,13 +14,6 @@ import (
 	"sendstream/sinks/webhook"
 )
 
-// Reasons an endpoint is disabled (Endpoint.DisabledReason).
-const (
-	DisabledByOperator = "disabled by an operator"
-	DisabledGone       = "the endpoint answered 410 Gone"
-	DisabledFailing    = "failing for more than 12 hours"
-)
-
 // checkTimeout bounds the create-time DNS lookup of an endpoint's host.
 const checkTimeout = 5 * time.Second
 
@@ -85,7 +78,7 @@ func (a endpointAdmin) create(ctx context.Context, env *admincli.Env, fs *flag.F
 	if err != nil {
 		return nil, fmt.Errorf("--url: %w", err)
 	}
-	evs, err := CheckEvents(admincli.SplitList(*events))
+	evs, err := webhook.CheckEvents(admincli.SplitList(*events))
 	if err != nil {
 		return nil, fmt.Errorf("--events: %w", err)
 	}
@@ -107,7 +100,7 @@ func (a endpointAdmin) create(ctx context.Context, env *admincli.Env, fs *flag.F
 	case err != nil:
 		return nil, fmt.Errorf("--url: the host could not be resolved right now, nothing was stored: %w", err)
 	}
-	e, err := store.Create(ctx, *ws, NewEndpoint{URL: t.URL, Events: evs, Secret: *secret})
+	e, err := store.Create(ctx, *ws, webhook.NewEndpoint{URL: t.URL, Events: evs, Secret: *secret})
 	if err != nil {
 		return nil, err
 	}
@@ -129,12 +122,12 @@ func (a endpointAdmin) list(ctx context.Context, env *admincli.Env, fs *flag.Fla
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]Endpoint{"endpoints": eps}, nil
+	return map[string][]webhook.Endpoint{"endpoints": eps}, nil
 }
 
 // enable enables an endpoint again → {"id","enabled":true,…}.
 func (a endpointAdmin) enable(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	return a.byID(ctx, env, fs, args, func(s *EndpointStore, ws, id string) (any, error) {
+	return a.byID(ctx, env, fs, args, func(s *webhook.EndpointStore, ws, id string) (any, error) {
 		return s.Enable(ctx, ws, id)
 	})
 }
@@ -142,14 +135,14 @@ func (a endpointAdmin) enable(ctx context.Context, env *admincli.Env, fs *flag.F
 // disable disables an endpoint → {"id","enabled":false,…}; nothing is
 // delivered to it until it is enabled.
 func (a endpointAdmin) disable(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	return a.byID(ctx, env, fs, args, func(s *EndpointStore, ws, id string) (any, error) {
-		return s.Disable(ctx, ws, id, DisabledByOperator)
+	return a.byID(ctx, env, fs, args, func(s *webhook.EndpointStore, ws, id string) (any, error) {
+		return s.Disable(ctx, ws, id, webhook.DisabledByOperator)
 	})
 }
 
 // delete removes an endpoint → {"id","deleted":true}.
 func (a endpointAdmin) delete(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	return a.byID(ctx, env, fs, args, func(s *EndpointStore, ws, id string) (any, error) {
+	return a.byID(ctx, env, fs, args, func(s *webhook.EndpointStore, ws, id string) (any, error) {
 		if err := s.Delete(ctx, ws, id); err != nil {
 			return nil, err
 		}
@@ -158,9 +151,9 @@ func (a endpointAdmin) delete(ctx context.Context, env *admincli.Env, fs *flag.F
 }
 
 // rotate gives an endpoint a new generated secret → {"id","secret"}; the
-// old one keeps signing beside it for RotationOverlap.
+// old one keeps signing beside it for webhook.RotationOverlap.
 func (a endpointAdmin) rotate(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	return a.byID(ctx, env, fs, args, func(s *EndpointStore, ws, id string) (any, error) {
+	return a.byID(ctx, env, fs, args, func(s *webhook.EndpointStore, ws, id string) (any, error) {
 		secret, err := webhook.NewSecret()
 		if err != nil {
 			return nil, err
@@ -175,7 +168,7 @@ func (a endpointAdmin) rotate(ctx context.Context, env *admincli.Env, fs *flag.F
 // byID parses --workspace and --id and runs do; an id the workspace does
 // not have is an error naming both.
 func (a endpointAdmin) byID(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string,
-	do func(s *EndpointStore, ws, id string) (any, error)) (any, error) {
+	do func(s *webhook.EndpointStore, ws, id string) (any, error)) (any, error) {
 	ws := fs.String("workspace", "", "workspace id")
 	id := fs.String("id", "", "endpoint id")
 	if err := admincli.ParseFlags(fs, args, "workspace", "id"); err != nil {
@@ -186,14 +179,14 @@ func (a endpointAdmin) byID(ctx context.Context, env *admincli.Env, fs *flag.Fla
 		return nil, err
 	}
 	out, err := do(store, *ws, *id)
-	if errors.Is(err, ErrEndpointNotFound) {
+	if errors.Is(err, webhook.ErrEndpointNotFound) {
 		return nil, fmt.Errorf("workspace %s has no webhook endpoint %s: %w", *ws, *id, err)
 	}
 	return out, err
 }
 
 // open reads the settings, checks that ws exists and returns the store.
-func (a endpointAdmin) open(ctx context.Context, env *admincli.Env, ws string) (AdminSettings, *EndpointStore, error) {
+func (a endpointAdmin) open(ctx context.Context, env *admincli.Env, ws string) (AdminSettings, *webhook.EndpointStore, error) {
 	set, err := a.settings()
 	if err != nil {
 		return AdminSettings{}, nil, err
@@ -205,6 +198,6 @@ func (a endpointAdmin) open(ctx context.Context, env *admincli.Env, ws string) (
 	if err != nil {
 		return AdminSettings{}, nil, err
 	}
-	store, err := NewEndpointStore(pg, EndpointStoreConfig{Secret: set.Secret, Now: set.Now})
+	store, err := webhook.NewEndpointStore(pg, webhook.EndpointStoreConfig{Secret: set.Secret, Now: set.Now})
 	return set, store, err
 }

@@ -95,9 +95,9 @@ func (c *cli) workspace(name string) string {
 
 // store is the store the delivery stage would open, with the same server
 // secret.
-func (c *cli) store() *webhooks.EndpointStore {
+func (c *cli) store() *webhook.EndpointStore {
 	c.t.Helper()
-	s, err := webhooks.NewEndpointStore(c.pg, webhooks.EndpointStoreConfig{Secret: testServerSecret})
+	s, err := webhook.NewEndpointStore(c.pg, webhook.EndpointStoreConfig{Secret: testServerSecret})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestEndpointCreateListAndEncryptedSecrets(t *testing.T) {
 	if s := c.secrets(ws, id1, c.now); len(s) != 1 || s[0] != gen {
 		t.Fatalf("secrets of %s: %q", id1, s)
 	}
-	other, err := webhooks.NewEndpointStore(c.pg, webhooks.EndpointStoreConfig{Secret: "another-server-secret-0123456789"})
+	other, err := webhook.NewEndpointStore(c.pg, webhook.EndpointStoreConfig{Secret: "another-server-secret-0123456789"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestEndpointCreateListAndEncryptedSecrets(t *testing.T) {
 		t.Fatalf("list shows a secret: %s", out.String())
 	}
 	var list struct {
-		Endpoints []webhooks.Endpoint `json:"endpoints"`
+		Endpoints []webhook.Endpoint `json:"endpoints"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &list); err != nil {
 		t.Fatal(err)
@@ -297,7 +297,7 @@ func TestEndpointCreateRefusals(t *testing.T) {
 func TestEndpointEnableDisableDelete(t *testing.T) {
 	c := newCLI(t)
 	ws := c.workspace("endpoints lifecycle")
-	id, _ := c.create(ws)
+	id, secret := c.create(ws)
 	ctx := context.Background()
 	s := c.store()
 	wanting := func(event string) []string {
@@ -318,16 +318,26 @@ func TestEndpointEnableDisableDelete(t *testing.T) {
 	if got := wanting("CONTACT_UPDATED"); len(got) != 0 {
 		t.Fatalf("EndpointsFor an event not asked for: %v", got)
 	}
+	hooks, err := s.Matching(ctx, ws, "EMAIL_BOUNCED")
+	if err != nil || len(hooks) != 1 || hooks[0].ID != id || hooks[0].URL != publicURL || hooks[0].Kind != s.Kind() || hooks[0].Secrets != nil {
+		t.Fatalf("Matching (the fan-out's source, no secrets): %+v %v", hooks, err)
+	}
+	if h, ok, err := s.Lookup(ctx, ws, id); err != nil || !ok || h.URL != publicURL || len(h.Secrets) != 1 || h.Secrets[0] != secret {
+		t.Fatalf("Lookup of an enabled endpoint: %+v %v %v", h, ok, err)
+	}
 	if _, err := s.MarkFailing(ctx, ws, id, c.now); err != nil {
 		t.Fatal(err)
 	}
 
 	m := c.must("webhook-endpoint", "disable", "--workspace", ws, "--id", id)
-	if m["id"] != id || m["enabled"] != false || m["disabledReason"] != webhooks.DisabledByOperator || m["disabledAt"] == nil {
+	if m["id"] != id || m["enabled"] != false || m["disabledReason"] != webhook.DisabledByOperator || m["disabledAt"] == nil {
 		t.Fatalf("disable: %v", m)
 	}
 	if got := wanting("EMAIL_BOUNCED"); len(got) != 0 {
 		t.Fatalf("EndpointsFor returns a disabled endpoint: %v", got)
+	}
+	if _, ok, err := s.Lookup(ctx, ws, id); ok || err != nil {
+		t.Fatalf("Lookup of a disabled endpoint: ok %v %v", ok, err)
 	}
 	m = c.must("webhook-endpoint", "enable", "--workspace", ws, "--id", id)
 	if m["id"] != id || m["enabled"] != true || m["disabledReason"] != nil || m["disabledAt"] != nil || m["failingSince"] != nil {
@@ -335,6 +345,16 @@ func TestEndpointEnableDisableDelete(t *testing.T) {
 	}
 	if got := wanting("CONTACT_CREATED"); len(got) != 1 || got[0] != id {
 		t.Fatalf("EndpointsFor after enable: %v", got)
+	}
+	// 410 Gone: Retire disables the endpoint until an operator enables it.
+	if err := s.Retire(ctx, ws, id); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.must("webhook-endpoint", "list", "--workspace", ws); m["endpoints"].([]any)[0].(map[string]any)["disabledReason"] != webhook.DisabledGone {
+		t.Fatalf("after Retire: %v", m)
+	}
+	if err := s.Retire(ctx, ws, "no-such-endpoint"); err != nil {
+		t.Fatalf("Retire of an unknown endpoint: %v", err)
 	}
 	m = c.must("webhook-endpoint", "delete", "--workspace", ws, "--id", id)
 	if m["id"] != id || m["deleted"] != true {
@@ -377,14 +397,14 @@ func TestEndpointFailingAndAutoDisable(t *testing.T) {
 	if since, err := s.MarkFailing(ctx, ws, id, t1); err != nil || !since.Equal(t1) {
 		t.Fatalf("MarkFailing after ClearFailing: %v %v", since, err)
 	}
-	if _, err := s.MarkFailing(ctx, c.workspace("other"), id, t1); !errors.Is(err, webhooks.ErrEndpointNotFound) {
+	if _, err := s.MarkFailing(ctx, c.workspace("other"), id, t1); !errors.Is(err, webhook.ErrEndpointNotFound) {
 		t.Fatalf("MarkFailing from another workspace: %v", err)
 	}
-	e, err := s.Disable(ctx, ws, id, webhooks.DisabledFailing)
-	if err != nil || e.Enabled || e.DisabledReason != webhooks.DisabledFailing || e.FailingSince == nil || !e.FailingSince.Equal(t1) {
+	e, err := s.Disable(ctx, ws, id, webhook.DisabledFailing)
+	if err != nil || e.Enabled || e.DisabledReason != webhook.DisabledFailing || e.FailingSince == nil || !e.FailingSince.Equal(t1) {
 		t.Fatalf("Disable: %+v %v", e, err)
 	}
-	if e, err = s.Disable(ctx, ws, id, webhooks.DisabledGone); err != nil || e.DisabledReason != webhooks.DisabledFailing {
+	if e, err = s.Disable(ctx, ws, id, webhook.DisabledGone); err != nil || e.DisabledReason != webhook.DisabledFailing {
 		t.Fatalf("second Disable changed the reason: %+v %v", e, err)
 	}
 }
@@ -405,8 +425,14 @@ func TestEndpointWorkspaceIsolation(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := c.store()
-	if _, err := s.Secrets(ctx, b, id, c.now); !errors.Is(err, webhooks.ErrEndpointNotFound) {
+	if _, err := s.Secrets(ctx, b, id, c.now); !errors.Is(err, webhook.ErrEndpointNotFound) {
 		t.Fatalf("B read A's secrets: %v", err)
+	}
+	if h, ok, err := s.Lookup(ctx, b, id); ok || err != nil {
+		t.Fatalf("B's delivery found A's endpoint: %+v %v", h, err)
+	}
+	if err := s.Retire(ctx, b, id); err != nil {
+		t.Fatal(err)
 	}
 	if eps, err := s.EndpointsFor(ctx, b, "CONTACT_CREATED"); err != nil || len(eps) != 0 {
 		t.Fatalf("B's fan-out finds A's endpoint: %v %v", eps, err)
@@ -443,7 +469,7 @@ func TestEndpointRotateSecret(t *testing.T) {
 	if sigs := strings.Fields(signed.Signature); len(sigs) != 2 || !strings.HasPrefix(sigs[0], "v1,") || !strings.HasPrefix(sigs[1], "v1,") {
 		t.Fatalf("signature during rotation: %q", signed.Signature)
 	}
-	after := c.secrets(ws, id, rotatedAt.Add(webhooks.RotationOverlap))
+	after := c.secrets(ws, id, rotatedAt.Add(webhook.RotationOverlap))
 	if len(after) != 1 || after[0] != fresh {
 		t.Fatalf("secrets 24 h after the rotation: %q, want only the new one", after)
 	}
@@ -454,4 +480,4 @@ func TestEndpointRotateSecret(t *testing.T) {
 }
 
 // rotationAlmost is a moment before the rotation overlap ends.
-const rotationAlmost = webhooks.RotationOverlap - time.Second
+const rotationAlmost = webhook.RotationOverlap - time.Second

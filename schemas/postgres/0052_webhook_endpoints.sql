@@ -3,7 +3,7 @@
 -- webhook-endpoint …`. Deliveries are signed with the endpoint's secret,
 -- so the secret is kept usable: secret_enc is the secret sealed with
 -- AES-256-GCM under a key derived from the server secret (SENDSTREAM_SECRET),
--- never the plaintext (ingest/webhooks endpoint_crypt.go). After a rotation
+-- never the plaintext (sinks/webhook endpoint_crypt.go). After a rotation
 -- the replaced secret stays in previous_secret_enc and keeps signing beside
 -- the new one until previous_expires_at (24 hours). failing_since is set by
 -- the delivery stage on the first failure of a run of failures and cleared

@@ -1,4 +1,4 @@
-package webhooks
+package webhook
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"sendstream/schemas"
-	"sendstream/sinks/webhook"
 )
 
 var (
@@ -32,10 +31,19 @@ var (
 	sqlEndpointRotate string
 	//go:embed sql/endpoint_secrets.sql
 	sqlEndpointSecrets string
+	//go:embed sql/endpoint_lookup.sql
+	sqlEndpointLookup string
 	//go:embed sql/endpoint_mark_failing.sql
 	sqlEndpointMarkFailing string
 	//go:embed sql/endpoint_clear_failing.sql
 	sqlEndpointClearFailing string
+)
+
+// Reasons an endpoint is disabled (Endpoint.DisabledReason).
+const (
+	DisabledByOperator = "disabled by an operator"
+	DisabledGone       = "the endpoint answered 410 Gone"
+	DisabledFailing    = "failing for more than 12 hours"
 )
 
 // RotationOverlap is how long a replaced endpoint secret keeps signing
@@ -82,10 +90,11 @@ type EndpointStoreConfig struct {
 // EndpointStore keeps dashboard webhook endpoints in Postgres (table
 // webhook_endpoints, migration 0052), their secrets encrypted with
 // AES-256-GCM under a key derived from the server secret. The admin
-// commands manage endpoints through it; the fan-out (EndpointsFor) and the
-// delivery stage (Secrets, MarkFailing, ClearFailing, Disable) read and
-// update them. Safe for concurrent use. No method logs or wraps a secret
-// into an error.
+// commands (ingest/webhooks) manage endpoints through it; the fan-out
+// (EndpointsFor, or Matching as a Source) and the delivery stage (Lookup
+// and Retire as Targets, Secrets, MarkFailing, ClearFailing, Disable) read
+// and update them. Safe for concurrent use. No method logs a secret or
+// puts one in an error.
 type EndpointStore struct {
 	pg   *pgxpool.Pool
 	seal *sealer
@@ -107,7 +116,7 @@ func NewEndpointStore(pg *pgxpool.Pool, cfg EndpointStoreConfig) (*EndpointStore
 
 // NewEndpoint is what Create needs. The caller has checked the URL's
 // address with a Guard (CheckTarget) and generated or validated the secret
-// (webhook.NewSecret, webhook.ValidateSecret).
+// (NewSecret, ValidateSecret).
 type NewEndpoint struct {
 	URL    string
 	Events []string
@@ -115,11 +124,11 @@ type NewEndpoint struct {
 }
 
 // Create stores a new enabled endpoint of workspace ws. It checks what
-// needs no network: an https:// URL (webhook.ParseTarget), at least one
+// needs no network: an https:// URL (ParseTarget), at least one
 // event, each in the catalogue (schemas.LookupWebhookEvent; duplicates are
 // dropped), and a valid secret; a refusal is an error saying which.
 func (s *EndpointStore) Create(ctx context.Context, ws string, in NewEndpoint) (Endpoint, error) {
-	t, err := webhook.ParseTarget(in.URL, true)
+	t, err := ParseTarget(in.URL, true)
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -127,7 +136,7 @@ func (s *EndpointStore) Create(ctx context.Context, ws string, in NewEndpoint) (
 	if err != nil {
 		return Endpoint{}, err
 	}
-	if err := webhook.ValidateSecret(in.Secret); err != nil {
+	if err := ValidateSecret(in.Secret); err != nil {
 		return Endpoint{}, err
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
@@ -207,7 +216,7 @@ func (s *EndpointStore) Delete(ctx context.Context, ws, id string) error {
 // the previous secret, so at most two secrets sign at once.
 // ErrEndpointNotFound when ws has no such endpoint.
 func (s *EndpointStore) RotateSecret(ctx context.Context, ws, id, secret string) (Endpoint, error) {
-	if err := webhook.ValidateSecret(secret); err != nil {
+	if err := ValidateSecret(secret); err != nil {
 		return Endpoint{}, err
 	}
 	sealed, err := s.seal.seal(id, secret)
@@ -220,7 +229,7 @@ func (s *EndpointStore) RotateSecret(ctx context.Context, ws, id, secret string)
 
 // Secrets returns the secrets that sign a delivery to endpoint id of ws at
 // time now: the current one first, then the previous one while its
-// rotation overlap lasts (webhook.Sign puts one signature per secret in the
+// rotation overlap lasts (Sign puts one signature per secret in the
 // webhook-signature header). ErrEndpointNotFound when ws has no such
 // endpoint. The delivery stage calls it for each attempt.
 func (s *EndpointStore) Secrets(ctx context.Context, ws, id string, now time.Time) ([]string, error) {
@@ -233,6 +242,12 @@ func (s *EndpointStore) Secrets(ctx context.Context, ws, id string, now time.Tim
 	if err != nil {
 		return nil, fmt.Errorf("secrets of webhook endpoint %s: %w", id, err)
 	}
+	return s.open(id, cur, prev, until, now)
+}
+
+// open decrypts the current secret and, while until is after now, the
+// previous one.
+func (s *EndpointStore) open(id string, cur, prev []byte, until *time.Time, now time.Time) ([]string, error) {
 	secret, err := s.seal.open(id, cur)
 	if err != nil {
 		return nil, err
@@ -269,6 +284,59 @@ func (s *EndpointStore) MarkFailing(ctx context.Context, ws, id string, at time.
 func (s *EndpointStore) ClearFailing(ctx context.Context, ws, id string) error {
 	if _, err := s.pg.Exec(ctx, sqlEndpointClearFailing, ws, id); err != nil {
 		return fmt.Errorf("clear failing of webhook endpoint %s: %w", id, err)
+	}
+	return nil
+}
+
+// Kind returns schemas.WebhookTargetEndpoint.
+func (s *EndpointStore) Kind() string { return schemas.WebhookTargetEndpoint }
+
+// Matching returns the enabled endpoints of workspace ws that want event
+// as Hooks without secrets (the fan-out's Source; secrets never travel on
+// the deliveries topic).
+func (s *EndpointStore) Matching(ctx context.Context, ws, event string) ([]Hook, error) {
+	eps, err := s.EndpointsFor(ctx, ws, event)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Hook, len(eps))
+	for i, e := range eps {
+		out[i] = Hook{Kind: schemas.WebhookTargetEndpoint, ID: e.ID, URL: e.URL}
+	}
+	return out, nil
+}
+
+// Lookup returns endpoint id of workspace ws with its current URL and the
+// secrets that sign now (Secrets, at the store's clock); ok is false when
+// it is deleted or disabled, and the delivery is skipped.
+func (s *EndpointStore) Lookup(ctx context.Context, ws, id string) (h Hook, ok bool, err error) {
+	var url string
+	var enabled bool
+	var cur, prev []byte
+	var until *time.Time
+	err = s.pg.QueryRow(ctx, sqlEndpointLookup, ws, id).Scan(&url, &enabled, &cur, &prev, &until)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Hook{}, false, nil
+	}
+	if err != nil {
+		return Hook{}, false, fmt.Errorf("webhook endpoint %s: %w", id, err)
+	}
+	if !enabled {
+		return Hook{}, false, nil
+	}
+	secrets, err := s.open(id, cur, prev, until, s.now())
+	if err != nil {
+		return Hook{}, false, err
+	}
+	return Hook{Kind: schemas.WebhookTargetEndpoint, ID: id, URL: url, Secrets: secrets}, true, nil
+}
+
+// Retire disables endpoint id of workspace ws with DisabledGone: its
+// receiver answered 410 Gone (spec 6). An endpoint already gone is no
+// error.
+func (s *EndpointStore) Retire(ctx context.Context, ws, id string) error {
+	if _, err := s.Disable(ctx, ws, id, DisabledGone); err != nil && !errors.Is(err, ErrEndpointNotFound) {
+		return err
 	}
 	return nil
 }
