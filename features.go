@@ -14,8 +14,10 @@ import (
 	"sendstream/ingest/webhooks"
 	"sendstream/pipeline"
 	"sendstream/sinks/email/render"
+	"sendstream/sinks/webhook"
 	"sendstream/stages/analytics"
 	"sendstream/stages/requestlog"
+	"sendstream/stages/webhooklog"
 )
 
 // featureRoutes lists the routes of every feature package beyond the core
@@ -59,7 +61,7 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 	// REST hooks (ingest/webhooks). The outgoing-webhook settings are
 	// for local development; each that is on is logged as a warning.
 	cfg.Webhooks.Warn(res.Logger)
-	guard := webhooks.NewGuard(webhooks.GuardConfig{AllowPrivate: cfg.Webhooks.AllowPrivate})
+	guard := webhook.NewGuard(webhook.GuardConfig{AllowPrivate: cfg.Webhooks.AllowPrivate})
 	routes = append(routes, webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(res.Postgres), Guard: guard})...)
 	return routes
 }
@@ -80,5 +82,10 @@ func featureAdminCommands() []admincli.Command {
 	// (stages/requestlog), both read from ClickHouse.
 	cmds = append(cmds, analytics.AdminCommands()...)
 	cmds = append(cmds, requestlog.AdminCommands()...)
+	// The webhook delivery log and replay (stages/webhooklog), read from
+	// ClickHouse; replay publishes to the deliveries topic.
+	cmds = append(cmds, webhooklog.AdminCommands()...)
+	// Dashboard webhook endpoints (ingest/webhooks).
+	cmds = append(cmds, webhooks.AdminCommands(adminWebhookSettings)...)
 	return cmds
 }
