@@ -19,13 +19,16 @@
 // the next attempt number when due; the attempt that hands over is logged
 // with outcome "retry" (or "throttled") and NextAttemptAt.
 //
-// Not yet here (issue 25): disabling a dashboard endpoint failing for more
-// than 12 hours, and an injected clock for River's scheduling.
+// A dashboard endpoint failing for more than DisableAfter (12 h) is
+// disabled until re-enabled (FailureTracker); REST hooks never are.
+//
+// Not yet here (issue 25): an injected clock for River's scheduling.
 package webhookdelivery
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -50,6 +53,23 @@ type Targets interface {
 	// Retire disables or deletes the target: its receiver answered 410.
 	Retire(ctx context.Context, ws, id string) error
 }
+
+// FailureTracker is implemented by Targets whose targets are disabled
+// after failing for long (dashboard endpoints: more than DisableAfter,
+// spec 6; REST hooks are never disabled). Safe for concurrent use.
+type FailureTracker interface {
+	// MarkFailing records a failed attempt at at and returns when the
+	// current run of failures began.
+	MarkFailing(ctx context.Context, ws, id string, at time.Time) (since time.Time, err error)
+	// ClearFailing ends the run of failures (an attempt succeeded).
+	ClearFailing(ctx context.Context, ws, id string) error
+	// Disable disables the target with reason.
+	Disable(ctx context.Context, ws, id, reason string) (webhook.Endpoint, error)
+}
+
+// DisableAfter is how long a dashboard endpoint may keep failing before it
+// is disabled until re-enabled (spec 6).
+const DisableAfter = 12 * time.Hour
 
 // Config configures the stage.
 type Config struct {
@@ -98,12 +118,17 @@ func init() {
 			if r.Publisher == nil {
 				return nil, fmt.Errorf("%s: needs a Publisher (scheduled retries)", Name)
 			}
-			sched, err := StartScheduler(ctx, r.Postgres, r.Publisher, r.Logger)
+			sched, err := StartScheduler(ctx, r.Postgres, r.Publisher, SchedulerConfig{Logger: r.Logger})
 			if err != nil {
 				return nil, err
 			}
+			eps, err := webhook.NewEndpointStore(r.Postgres, webhook.EndpointStoreConfig{Secret: r.Settings["secret"], Now: cfg.Now})
+			if err != nil {
+				_ = sched.Close()
+				return nil, fmt.Errorf("%s: %w", Name, err)
+			}
 			rest := webhook.NewRESTHooks(r.Postgres)
-			return New(cfg, map[string]Targets{rest.Kind(): rest}, sched), nil
+			return New(cfg, map[string]Targets{rest.Kind(): rest, eps.Kind(): eps}, sched), nil
 		},
 	})
 }
@@ -213,6 +238,16 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 			}
 			d.Attempt++
 		}
+		if ft, ok := targets.(FailureTracker); ok && a.Outcome != schemas.WebhookOutcomeThrottled && a.Outcome != schemas.WebhookOutcomeRetired {
+			disabled, err := s.track(ctx, ft, env.Workspace, d.TargetID, a)
+			if err != nil {
+				return nil, pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", env.ID, err))
+			}
+			if disabled {
+				a.Outcome, a.NextAttemptAt, wait, later = schemas.WebhookOutcomeRetired, nil, 0, nil
+				a.Error = webhook.Bound(a.Error + "; endpoint disabled: " + webhook.DisabledFailing)
+			}
+		}
 		out = append(out, a)
 		if wait == 0 {
 			if later != nil && s.sched != nil {
@@ -234,6 +269,29 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		case <-t.C:
 		}
 	}
+}
+
+// track records an attempt's result with a target that is disabled after
+// failing for DisableAfter, and disables it (reporting true) when this
+// failure ends such a run.
+func (s *Stage) track(ctx context.Context, ft FailureTracker, ws, id string, a schemas.WebhookAttempt) (bool, error) {
+	if a.Outcome == schemas.WebhookOutcomeOK {
+		return false, ft.ClearFailing(ctx, ws, id)
+	}
+	since, err := ft.MarkFailing(ctx, ws, id, a.At)
+	if errors.Is(err, webhook.ErrEndpointNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if a.At.Sub(since) <= DisableAfter {
+		return false, nil
+	}
+	if _, err := ft.Disable(ctx, ws, id, webhook.DisabledFailing); err != nil && !errors.Is(err, webhook.ErrEndpointNotFound) {
+		return false, err
+	}
+	return true, nil
 }
 
 // attempt returns the delivery-log row of d's current attempt, without

@@ -53,11 +53,32 @@ func (w *retryWorker) Work(ctx context.Context, job *river.Job[retryArgs]) error
 // due. Safe for concurrent use; Close stops it.
 type Scheduler struct {
 	client *river.Client[pgx.Tx]
+	queue  string
+}
+
+// DefaultQueue is the River queue of scheduled deliveries.
+const DefaultQueue = "webhook_deliveries"
+
+// SchedulerConfig configures a Scheduler. Zero values take the defaults.
+type SchedulerConfig struct {
+	// Queue is the River queue its jobs go to and are worked from
+	// (default DefaultQueue); every process working it publishes them.
+	Queue string
+	// Workers bounds the jobs published at once (default 32).
+	Workers int
+	Logger  *slog.Logger
 }
 
 // StartScheduler migrates River's tables on pg (rivermigrate, up) and
 // starts its client, which publishes due retries with pub until Close.
-func StartScheduler(ctx context.Context, pg *pgxpool.Pool, pub pipeline.Publisher, logger *slog.Logger) (*Scheduler, error) {
+func StartScheduler(ctx context.Context, pg *pgxpool.Pool, pub pipeline.Publisher, cfg SchedulerConfig) (*Scheduler, error) {
+	if cfg.Queue == "" {
+		cfg.Queue = DefaultQueue
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 32
+	}
+	logger := cfg.Logger
 	driver := riverpgxv5.New(pg)
 	m, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: quiet(logger)})
 	if err != nil {
@@ -69,7 +90,7 @@ func StartScheduler(ctx context.Context, pg *pgxpool.Pool, pub pipeline.Publishe
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &retryWorker{pub: pub})
 	c, err := river.NewClient(driver, &river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 32}},
+		Queues:  map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.Workers}},
 		Workers: workers,
 		Logger:  quiet(logger),
 	})
@@ -80,14 +101,14 @@ func StartScheduler(ctx context.Context, pg *pgxpool.Pool, pub pipeline.Publishe
 	if err := c.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("webhook retry queue: start: %w", err)
 	}
-	return &Scheduler{client: c}, nil
+	return &Scheduler{client: c, queue: cfg.Queue}, nil
 }
 
 // Schedule stores next (a delivery envelope) to be published at at. The
 // same envelope id scheduled again is one job.
 func (s *Scheduler) Schedule(ctx context.Context, next schemas.Envelope, at time.Time) error {
 	_, err := s.client.Insert(ctx, retryArgs{EnvelopeID: next.ID, Envelope: next},
-		&river.InsertOpts{ScheduledAt: at, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+		&river.InsertOpts{Queue: s.queue, ScheduledAt: at, UniqueOpts: river.UniqueOpts{ByArgs: true}})
 	if err != nil {
 		return fmt.Errorf("schedule webhook delivery %s: %w", next.ID, err)
 	}

@@ -9,8 +9,8 @@
 // source topic, sharing this code.
 //
 // Targets come from Sources, one per target kind: REST hook subscriptions
-// today (webhook.RESTHooks); dashboard endpoints plug in as another Source
-// (same interface), not a second path.
+// (webhook.RESTHooks) and dashboard endpoints (webhook.EndpointStore, which
+// needs Settings["secret"]).
 package webhookfanout
 
 import (
@@ -64,7 +64,11 @@ func register(name, topic string, events map[string]string) {
 			if r.Postgres == nil {
 				return nil, fmt.Errorf("%s: needs Postgres", name)
 			}
-			return New(cfg.Events, webhook.NewRESTHooks(r.Postgres)), nil
+			eps, err := webhook.NewEndpointStore(r.Postgres, webhook.EndpointStoreConfig{Secret: r.Settings["secret"]})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			return New(cfg.Events, webhook.NewRESTHooks(r.Postgres), eps), nil
 		},
 	})
 }
