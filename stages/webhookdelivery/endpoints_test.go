@@ -138,3 +138,28 @@ func TestEndpointDisabledAfter12HoursOfFailures(t *testing.T) {
 		t.Fatalf("after disabling: %+v, %d requests more", as, len(rec.got())-before)
 	}
 }
+
+// TestEndpointGoneIsRetired: a 410 disables a dashboard endpoint (kept,
+// with its reason) instead of deleting it.
+func TestEndpointGoneIsRetired(t *testing.T) {
+	pg := pgFor(t)
+	ws := workspace(t, pg)
+	clk := &clock{t: time.Now()}
+	rec := &recorder{statuses: []int{410}}
+	rcv := webhooktest.NewReceiver(t, true, rec.handle)
+	st, eps := endpointStage(t, pg, clk)
+	ctx := context.Background()
+	secret, _ := webhook.NewSecret()
+	ep, err := eps.Create(ctx, ws, webhook.NewEndpoint{URL: rcv.URL, Events: []string{"CONTACT_CREATED"}, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := handle(t, st, delivery(t, ws, schemas.WebhookTargetEndpoint, ep.ID, ep.URL, 1))
+	if len(as) != 1 || as[0].Outcome != schemas.WebhookOutcomeRetired {
+		t.Fatalf("attempts %+v", as)
+	}
+	list, err := eps.List(ctx, ws)
+	if err != nil || len(list) != 1 || list[0].Enabled || list[0].DisabledReason != webhook.DisabledGone {
+		t.Fatalf("endpoints %+v (err %v)", list, err)
+	}
+}

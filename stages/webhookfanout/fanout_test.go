@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +144,50 @@ func TestNothingFires(t *testing.T) {
 	outs, err := events.Handle(ctx, envelope(t, ws, schemas.TypeWebhookEventRecorded, schemas.EventRecordedData{EventID: "e1", Event: "signup", ContactID: "c1"}))
 	if err != nil || len(outs) != 1 {
 		t.Fatalf("matched EVENT_RECORDED: %d envelopes, err %v", len(outs), err)
+	}
+}
+
+// TestEndpointsFanOut: an enabled dashboard endpoint that wants the event
+// gets a delivery beside a REST hook, without its secret on the topic; a
+// disabled one gets none.
+func TestEndpointsFanOut(t *testing.T) {
+	pg := stack.PG(t)
+	ws := workspace(t, pg)
+	ctx := context.Background()
+	eps, err := webhook.NewEndpointStore(pg, webhook.EndpointStoreConfig{Secret: "fanout-test-secret-0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, _ := webhook.NewSecret()
+	on, err := eps.Create(ctx, ws, webhook.NewEndpoint{URL: "https://on.example.com/hook", Events: []string{"CONTACT_UPDATED", "CONTACT_CREATED"}, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := eps.Create(ctx, ws, webhook.NewEndpoint{URL: "https://off.example.com/hook", Events: []string{"CONTACT_CREATED"}, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eps.Disable(ctx, ws, off.ID, webhook.DisabledByOperator); err != nil {
+		t.Fatal(err)
+	}
+	sub := subscribe(t, pg, ws, "CONTACT_CREATED", "https://rest.example.com/hook")
+	st := webhookfanout.New(schemas.ContactWebhookEvents, webhook.NewRESTHooks(pg), eps)
+	outs, err := st.Handle(ctx, envelope(t, ws, schemas.TypeContactCreated, schemas.ContactPayload{ContactID: "c1", Email: "a@example.com"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, o := range outs {
+		var d schemas.WebhookDelivery
+		if err := json.Unmarshal(o.Payload, &d); err != nil {
+			t.Fatal(err)
+		}
+		got[d.TargetID] = d.TargetKind
+		if strings.Contains(string(o.Payload), secret) {
+			t.Errorf("a delivery carries the endpoint's secret")
+		}
+	}
+	if len(got) != 2 || got[on.ID] != schemas.WebhookTargetEndpoint || got[sub] != schemas.WebhookTargetSubscription {
+		t.Fatalf("targets %v, want %s (endpoint) and %s (subscription)", got, on.ID, sub)
 	}
 }
