@@ -3,6 +3,7 @@ package webhookdelivery_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,5 +89,73 @@ func TestLaterAttemptIsDurable(t *testing.T) {
 			t.Fatal("the due job was not published")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestWholeSchedule drives attempts 3 to 10 under an injected clock, each
+// from the envelope the previous one's River job holds: the jobs are due
+// +5 min, +30 min, +2 h, +5 h, +8 h, +8 h and +10 h after their attempt,
+// the receiver sees X-Webhook-Attempt 3 … 10, and the tenth failure is
+// final, with no job after it.
+func TestWholeSchedule(t *testing.T) {
+	pg := pgFor(t)
+	ws := workspace(t, pg)
+	rec := &recorder{statuses: []int{500}}
+	rcv := webhooktest.NewReceiver(t, false, rec.handle)
+	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	queue := "test_" + schemas.NewID()
+	t.Cleanup(func() { _, _ = pg.Exec(context.Background(), `DELETE FROM river_job WHERE queue = $1`, queue) })
+	sched, err := webhookdelivery.StartScheduler(ctx, pg, &pipelinetest.Publisher{}, webhookdelivery.SchedulerConfig{Queue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{t: time.Now().Add(time.Hour).Truncate(time.Second)}
+	st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback, Now: clk.now}, nil, sched)
+	defer st.Close()
+
+	env := delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL, 3)
+	want := []time.Duration{5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 8 * time.Hour, 8 * time.Hour, 10 * time.Hour}
+	for n := 3; n <= 10; n++ {
+		at := clk.now()
+		as := handle(t, st, env)
+		if n == 10 {
+			if len(as) != 1 || as[0].Outcome != schemas.WebhookOutcomeFailed || as[0].NextAttemptAt != nil {
+				t.Fatalf("attempt 10: %+v", as)
+			}
+			break
+		}
+		if len(as) != 1 || as[0].Attempt != n || as[0].Outcome != schemas.WebhookOutcomeRetry || !as[0].NextAttemptAt.Equal(at.Add(want[n-3]).UTC()) {
+			t.Fatalf("attempt %d: %+v", n, as)
+		}
+		var scheduled time.Time
+		var args struct{ Envelope schemas.Envelope }
+		err := pg.QueryRow(ctx, `SELECT scheduled_at, args FROM river_job WHERE queue = $1 AND state = 'scheduled' ORDER BY id DESC LIMIT 1`, queue).Scan(&scheduled, &args)
+		if err != nil {
+			t.Fatalf("attempt %d: no job: %v", n, err)
+		}
+		if !scheduled.Equal(at.Add(want[n-3])) {
+			t.Fatalf("attempt %d: job due %s, want %s", n, scheduled, at.Add(want[n-3]))
+		}
+		var next schemas.WebhookDelivery
+		if err := json.Unmarshal(args.Envelope.Payload, &next); err != nil || next.Attempt != n+1 {
+			t.Fatalf("attempt %d: job holds %+v (%v)", n, next, err)
+		}
+		clk.add(want[n-3])
+		env = args.Envelope
+	}
+	var jobs int
+	if err := pg.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE queue = $1`, queue).Scan(&jobs); err != nil || jobs != 7 {
+		t.Fatalf("%d jobs (err %v), want 7", jobs, err)
+	}
+	reqs := rec.got()
+	if len(reqs) != 8 {
+		t.Fatalf("%d requests, want 8", len(reqs))
+	}
+	for i, r := range reqs {
+		if got := r.header.Get("X-Webhook-Attempt"); got != fmt.Sprint(i+3) {
+			t.Errorf("request %d: X-Webhook-Attempt %s, want %d", i, got, i+3)
+		}
 	}
 }
