@@ -22,7 +22,8 @@
 // A dashboard endpoint failing for more than DisableAfter (12 h) is
 // disabled until re-enabled (FailureTracker); REST hooks never are.
 //
-// Not yet here (issue 25): an injected clock for River's scheduling.
+// Not yet here (issue 25): River promotes due jobs on the real clock (the
+// schedule's due times are tested from the jobs), and no kill -9 test.
 package webhookdelivery
 
 import (
