@@ -383,3 +383,25 @@ func TestLongRetryAfterIsScheduled(t *testing.T) {
 		}
 	}
 }
+
+// TestNameResolvingPrivateRefusedAtDial: a target whose name resolves to
+// 127.0.0.1 when the delivery connects (as after DNS rebinding) is
+// refused by the dial-time guard; the receiver gets nothing.
+func TestNameResolvingPrivateRefusedAtDial(t *testing.T) {
+	pg := pgFor(t)
+	ws := workspace(t, pg)
+	rcv := webhooktest.NewReceiver(t, false, nil)
+	dns := webhooktest.StartDNS(t)
+	dns.Set("rebind.example.com", webhooktest.Addrs("127.0.0.1"))
+	url := "http://rebind.example.com:" + rcv.Port() + "/hook"
+	sub := subscribe(t, pg, ws, "CONTACT_CREATED", url)
+	st := newStage(t, pg, webhookdelivery.Config{Guard: webhook.NewGuard(webhook.GuardConfig{Resolver: dns.Resolver()})}, nil)
+
+	as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, url, 3))
+	if len(as) != 1 || as[0].Outcome != schemas.WebhookOutcomeRetry || !strings.Contains(as[0].Error, webhook.ErrPrivateAddress.Error()) {
+		t.Fatalf("attempts %+v", as)
+	}
+	if n := rcv.Hits.Load(); n != 0 {
+		t.Fatalf("the receiver behind the name got %d requests", n)
+	}
+}
