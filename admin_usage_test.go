@@ -24,6 +24,14 @@ func TestAdminUsage(t *testing.T) {
   template create --workspace W --file T.json
   template update --workspace W --id T --file T.json
   tracking-token create --workspace W [--domains a.com,b.com]
+  webhook deliveries --workspace W [--endpoint E] [--event T] [--status ok|failed] [--limit N]
+  webhook replay --workspace W (--message M | --endpoint E --since RFC3339)
+  webhook-endpoint create --workspace W --url U --events A,B [--secret S]
+  webhook-endpoint delete --workspace W --id E
+  webhook-endpoint disable --workspace W --id E
+  webhook-endpoint enable --workspace W --id E
+  webhook-endpoint list --workspace W
+  webhook-endpoint rotate-secret --workspace W --id E
   workspace create --name N [--plan free|pro|enterprise] [--contact-limit N] [--rate-multiplier N]
   workspace resume --workspace W
   workspace suspend --workspace W`
