@@ -57,13 +57,14 @@ type Config struct {
 	MetricsListen string
 	MetricsToken  string
 	// OutboxGrace (SENDSTREAM_OUTBOX_GRACE, default 30s, at least 1s) is
-	// how old a contacts outbox row must be before the relay publishes it:
-	// longer than a request may take to publish its own events.
+	// how old a contacts outbox row (a contacts, list or provider report
+	// event) must be before the relay publishes it: longer than a request
+	// may take to publish its own events.
 	OutboxGrace time.Duration
 	// FaultExitAfterCommit (SENDSTREAM_FAULT_EXIT_AFTER_COMMIT, default 0:
 	// off) is a hook of the kill -9 tests only: the process exits right
-	// after its N-th committed contacts or list membership write, before
-	// publishing.
+	// after its N-th committed write with outbox events (contacts, list
+	// memberships, provider reports), before publishing.
 	FaultExitAfterCommit int64
 	// Webhooks are the outgoing-webhook settings for local development
 	// and tests: SENDSTREAM_WEBHOOK_ALLOW_PRIVATE (comma-separated CIDRs
