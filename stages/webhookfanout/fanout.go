@@ -68,7 +68,7 @@ func register(name, topic string, events map[string]string) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			return New(cfg.Events, webhook.NewRESTHooks(r.Postgres), eps), nil
+			return New(cfg.Events, cached(webhook.NewRESTHooks(r.Postgres), TargetTTL), cached(eps, TargetTTL)), nil
 		},
 	})
 }
@@ -94,14 +94,8 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	if !ok {
 		return nil, nil
 	}
-	var payload map[string]json.RawMessage
-	if err := json.Unmarshal(env.Payload, &payload); err != nil || payload == nil {
-		return nil, pipeline.Permanent(fmt.Errorf("webhook fan-out %s: payload is not a JSON object: %v", env.ID, err))
-	}
-	documented := s.documented(name)
-	if unmatched(payload["contactId"]) && contactRequired(name) {
-		return nil, nil
-	}
+	// Targets first: most events have none, and then the payload is
+	// never decoded.
 	var hooks []webhook.Hook
 	for _, src := range s.sources {
 		hs, err := src.Matching(ctx, env.Workspace, name)
@@ -111,6 +105,14 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		hooks = append(hooks, hs...)
 	}
 	if len(hooks) == 0 {
+		return nil, nil
+	}
+	var payload map[string]json.RawMessage
+	if err := json.Unmarshal(env.Payload, &payload); err != nil || payload == nil {
+		return nil, pipeline.Permanent(fmt.Errorf("webhook fan-out %s: payload is not a JSON object: %v", env.ID, err))
+	}
+	documented := s.documented(name)
+	if unmatched(payload["contactId"]) && contactRequired(name) {
 		return nil, nil
 	}
 	body, err := Body(env, name, payload, documented)

@@ -1,0 +1,62 @@
+package webhookfanout
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"sendstream/sinks/webhook"
+)
+
+// countingSource answers every lookup with its hooks and counts them.
+type countingSource struct {
+	hooks []webhook.Hook
+	calls int
+	err   error
+}
+
+func (c *countingSource) Matching(context.Context, string, string) ([]webhook.Hook, error) {
+	c.calls++
+	return c.hooks, c.err
+}
+
+// TestCachedSourceReusesWithinTTL: one lookup per workspace and event per
+// TTL; another event or workspace, an expired entry or a failed lookup asks
+// again.
+func TestCachedSourceReusesWithinTTL(t *testing.T) {
+	src := &countingSource{hooks: []webhook.Hook{{ID: "h1"}}}
+	c := cached(src, time.Second)
+	now := time.Unix(1000, 0)
+	c.now = func() time.Time { return now }
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		hs, err := c.Matching(ctx, "ws1", "CONTACT_CREATED")
+		if err != nil || len(hs) != 1 || hs[0].ID != "h1" {
+			t.Fatalf("lookup %d: %v %v", i, hs, err)
+		}
+	}
+	if src.calls != 1 {
+		t.Fatalf("%d queries within the TTL, want 1", src.calls)
+	}
+	c.Matching(ctx, "ws1", "CONTACT_UPDATED") //nolint:errcheck
+	c.Matching(ctx, "ws2", "CONTACT_CREATED") //nolint:errcheck
+	if src.calls != 3 {
+		t.Fatalf("%d queries after two other keys, want 3", src.calls)
+	}
+	now = now.Add(time.Second)
+	c.Matching(ctx, "ws1", "CONTACT_CREATED") //nolint:errcheck
+	if src.calls != 4 {
+		t.Fatalf("%d queries after the TTL, want 4", src.calls)
+	}
+	src.err = errors.New("down")
+	now = now.Add(2 * time.Second)
+	if _, err := c.Matching(ctx, "ws1", "CONTACT_CREATED"); err == nil {
+		t.Fatal("a failed lookup was answered from the expired entry")
+	}
+	src.err = nil
+	c.Matching(ctx, "ws1", "CONTACT_CREATED") //nolint:errcheck
+	if src.calls != 6 {
+		t.Fatalf("%d queries, want 6: a failed lookup is not cached", src.calls)
+	}
+}
