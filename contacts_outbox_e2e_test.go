@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/schemas"
 )
@@ -296,71 +294,32 @@ type topicEvents struct {
 // until a poll comes back empty, which a loaded machine can cause early).
 func (e *e2eEnv) domainEvents(t *testing.T, ws string) topicEvents {
 	t.Helper()
-	topic := e.prefix + schemas.TopicContacts
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatalf("end offsets of %s: %v", topic, err)
-	}
-	left := map[int32]int64{} // partition -> end offset still to reach
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			t.Fatalf("end offset of %s/%d: %v", topic, o.Partition, o.Err)
-		}
-		if o.Offset > 0 {
-			left[o.Partition] = o.Offset
-		}
-	})
 	out := topicEvents{records: map[string]int{}, types: map[string]string{}, ids: map[change]map[string]struct{}{}, keys: map[string][]string{}}
 	first := map[string]schemas.Envelope{}
-	for len(left) > 0 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading %s to its end offsets: %v (partitions left: %v)", topic, ctx.Err(), left)
+	e.eachEnvelope(t, schemas.TopicContacts, ws, func(env schemas.Envelope) {
+		out.records[env.ID]++
+		out.types[env.ID] = env.Type
+		out.keys[env.Key] = append(out.keys[env.Key], env.Type+" "+env.ID)
+		if f, ok := first[env.ID]; ok {
+			if f.Type != env.Type || f.Key != env.Key || !f.OccurredAt.Equal(env.OccurredAt) ||
+				f.CausationID != env.CausationID || !bytes.Equal(f.Payload, env.Payload) {
+				out.differ = append(out.differ, [2]string{env.ID, fmt.Sprintf("%+v vs %+v", f, env)})
+			}
+		} else {
+			first[env.ID] = env
 		}
-		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
-		fs.EachRecord(func(r *kgo.Record) {
-			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
-				delete(left, r.Partition)
+		switch env.Type {
+		case schemas.TypeContactAddedToList, schemas.TypeContactJoinedList, schemas.TypeContactRemovedFromList:
+			var p schemas.ListMembershipPayload
+			if err := json.Unmarshal(env.Payload, &p); err != nil {
+				t.Fatalf("decode %s: %v", env.Type, err)
 			}
-			var env schemas.Envelope
-			if err := schemas.DecodeEnvelope(r.Value, &env); err != nil {
-				t.Fatalf("decode a record of the contacts topic: %v", err)
+			c := change{env.Type, p.ContactID}
+			if out.ids[c] == nil {
+				out.ids[c] = map[string]struct{}{}
 			}
-			if env.Workspace != ws {
-				return
-			}
-			out.records[env.ID]++
-			out.types[env.ID] = env.Type
-			out.keys[env.Key] = append(out.keys[env.Key], env.Type+" "+env.ID)
-			if f, ok := first[env.ID]; ok {
-				if f.Type != env.Type || f.Key != env.Key || !f.OccurredAt.Equal(env.OccurredAt) ||
-					f.CausationID != env.CausationID || !bytes.Equal(f.Payload, env.Payload) {
-					out.differ = append(out.differ, [2]string{env.ID, fmt.Sprintf("%+v vs %+v", f, env)})
-				}
-			} else {
-				first[env.ID] = env
-			}
-			switch env.Type {
-			case schemas.TypeContactAddedToList, schemas.TypeContactJoinedList, schemas.TypeContactRemovedFromList:
-				var p schemas.ListMembershipPayload
-				if err := json.Unmarshal(env.Payload, &p); err != nil {
-					t.Fatalf("decode %s: %v", env.Type, err)
-				}
-				c := change{env.Type, p.ContactID}
-				if out.ids[c] == nil {
-					out.ids[c] = map[string]struct{}{}
-				}
-				out.ids[c][env.ID] = struct{}{}
-			}
-		})
-	}
+			out.ids[c][env.ID] = struct{}{}
+		}
+	})
 	return out
 }

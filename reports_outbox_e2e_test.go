@@ -195,6 +195,16 @@ func TestKillNineBetweenReportCommitAndPublishLosesNoEvent(t *testing.T) {
 // and returns ws's envelopes by id, every record of each.
 func (e *e2eEnv) topicRecords(t *testing.T, topic, ws string) map[string][]schemas.Envelope {
 	t.Helper()
+	out := map[string][]schemas.Envelope{}
+	e.eachEnvelope(t, topic, ws, func(env schemas.Envelope) { out[env.ID] = append(out[env.ID], env) })
+	return out
+}
+
+// eachEnvelope calls fn, in fetch order, for every envelope of ws on topic
+// (unprefixed) from the start up to its end offsets when called (not until
+// a poll comes back empty, which a loaded machine can cause early).
+func (e *e2eEnv) eachEnvelope(t *testing.T, topic, ws string, fn func(schemas.Envelope)) {
+	t.Helper()
 	topic = e.prefix + topic
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
@@ -217,7 +227,6 @@ func (e *e2eEnv) topicRecords(t *testing.T, topic, ws string) map[string][]schem
 			left[o.Partition] = o.Offset
 		}
 	})
-	out := map[string][]schemas.Envelope{}
 	for len(left) > 0 {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -233,9 +242,8 @@ func (e *e2eEnv) topicRecords(t *testing.T, topic, ws string) map[string][]schem
 				t.Fatalf("decode a record of %s: %v", topic, err)
 			}
 			if env.Workspace == ws {
-				out[env.ID] = append(out[env.ID], env)
+				fn(env)
 			}
 		})
 	}
-	return out
 }
