@@ -2,65 +2,33 @@ package webhookfanout
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"sendstream/sinks/webhook"
 )
 
 // TargetTTL is how long the registered fan-out stages reuse a workspace's
-// targets for one event: every contact, event and message envelope asks,
-// almost always to hear "none", and one lookup per envelope per target
-// kind was a Postgres query for every domain event. A new subscription or
-// endpoint thus receives events within TargetTTL of its creation; a deleted
-// or disabled one is refused by the delivery stage, which looks its target
-// up again before each attempt.
-const TargetTTL = time.Second
+// targets for one event (webhook.TargetTTL: a new subscription or endpoint
+// receives events within it; a deleted or disabled one is refused by the
+// delivery stage, whose own lookups are cached for as long).
+const TargetTTL = webhook.TargetTTL
 
-// maxCachedTargets bounds the cache's entries (workspace and event pairs);
-// when full it starts again empty.
-const maxCachedTargets = 100_000
-
-// cachedSource is a Source whose answers are reused for ttl.
+// cachedSource is a Source whose answers are reused for a TTL
+// (webhook.Cache, the one the delivery stage's lookups use).
 type cachedSource struct {
-	src Source
-	ttl time.Duration
-	now func() time.Time
-
-	mu sync.Mutex
-	m  map[string]cachedTargets
-}
-
-type cachedTargets struct {
-	hooks []webhook.Hook
-	at    time.Time
+	src   Source
+	cache *webhook.Cache[[]webhook.Hook]
 }
 
 // cached wraps src so that its answers are reused for ttl.
 func cached(src Source, ttl time.Duration) *cachedSource {
-	return &cachedSource{src: src, ttl: ttl, now: time.Now, m: map[string]cachedTargets{}}
+	return &cachedSource{src: src, cache: webhook.NewCache[[]webhook.Hook](ttl)}
 }
 
 // Matching returns the targets of ws for event, from the cache when they
-// were looked up less than ttl ago. Concurrent misses may each query.
+// were looked up less than the TTL ago. Concurrent misses may each query.
 func (c *cachedSource) Matching(ctx context.Context, ws, event string) ([]webhook.Hook, error) {
-	key := ws + "\x00" + event
-	now := c.now()
-	c.mu.Lock()
-	e, ok := c.m[key]
-	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.ttl {
-		return e.hooks, nil
-	}
-	hooks, err := c.src.Matching(ctx, ws, event)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if len(c.m) >= maxCachedTargets {
-		clear(c.m)
-	}
-	c.m[key] = cachedTargets{hooks: hooks, at: now}
-	c.mu.Unlock()
-	return hooks, nil
+	return c.cache.Get(ctx, ws+"\x00"+event, func(ctx context.Context) ([]webhook.Hook, error) {
+		return c.src.Matching(ctx, ws, event)
+	})
 }

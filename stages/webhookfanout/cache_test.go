@@ -28,7 +28,7 @@ func TestCachedSourceReusesWithinTTL(t *testing.T) {
 	src := &countingSource{hooks: []webhook.Hook{{ID: "h1"}}}
 	c := cached(src, time.Second)
 	now := time.Unix(1000, 0)
-	c.now = func() time.Time { return now }
+	c.cache.Now = func() time.Time { return now }
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		hs, err := c.Matching(ctx, "ws1", "CONTACT_CREATED")

@@ -1,0 +1,73 @@
+package webhook
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// TargetTTL is how long the webhook stages reuse what they read of their
+// targets: the fan-out a workspace's targets for one event, the delivery
+// stage one target's URL and secrets. Every domain event asks the first
+// (almost always to hear "none") and every delivery the second; one
+// Postgres query each was the larger part of their cost. A new
+// subscription or endpoint thus receives events within TargetTTL of its
+// creation, and a deleted or disabled one may still receive deliveries
+// for up to TargetTTL after the change (within one process, a 410 or a
+// disable by the delivery stage itself takes effect at once).
+const TargetTTL = time.Second
+
+// maxCached bounds a Cache's entries; when full it starts again empty.
+const maxCached = 100_000
+
+// Cache reuses the answers of a lookup for a time (TargetTTL in the
+// stages). Errors are not cached. Concurrent misses of one key may each
+// load. Safe for concurrent use; the zero value is not usable (NewCache).
+type Cache[V any] struct {
+	ttl time.Duration
+	// Now is the clock (default time.Now); set before first use.
+	Now func() time.Time
+
+	mu sync.Mutex
+	m  map[string]cached[V]
+}
+
+type cached[V any] struct {
+	v  V
+	at time.Time
+}
+
+// NewCache returns a Cache whose entries live for ttl.
+func NewCache[V any](ttl time.Duration) *Cache[V] {
+	return &Cache[V]{ttl: ttl, Now: time.Now, m: map[string]cached[V]{}}
+}
+
+// Get returns key's value, from the cache when it was loaded less than
+// the TTL ago, else from load (kept when load succeeds).
+func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Context) (V, error)) (V, error) {
+	now := c.Now()
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < c.ttl {
+		return e.v, nil
+	}
+	v, err := load(ctx)
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxCached {
+		clear(c.m)
+	}
+	c.m[key] = cached[V]{v: v, at: now}
+	c.mu.Unlock()
+	return v, nil
+}
+
+// Forget drops key's entry: the next Get loads it.
+func (c *Cache[V]) Forget(key string) {
+	c.mu.Lock()
+	delete(c.m, key)
+	c.mu.Unlock()
+}
