@@ -58,9 +58,8 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 		Limiter: ratelimit.New(res.Postgres, ratelimit.Options{}),
 	})...)
 	// REST hooks: subscribe, delete, the event catalogue (ingest/webhooks).
-	// REST hooks (ingest/webhooks). The outgoing-webhook settings are
-	// for local development; each that is on is logged as a warning.
-	cfg.Webhooks.Warn(res.Logger)
+	// The guard lets through the ranges of SENDSTREAM_WEBHOOK_ALLOW_PRIVATE
+	// (runRoles logs the warning).
 	guard := webhook.NewGuard(webhook.GuardConfig{AllowPrivate: cfg.Webhooks.AllowPrivate})
 	routes = append(routes, webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(res.Postgres), Guard: guard})...)
 	return routes

@@ -127,6 +127,10 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 		}
 		log.Warn("SENDSTREAM_SECRET is not set; using a generated local secret", "file", filepath.Join(cfg.DataDir, "secret"))
 	}
+	// The outgoing-webhook settings for local development: each that is on
+	// is logged as a warning, by every role (the HTTP edge checks targets
+	// with them, the delivery stage dials with them).
+	cfg.Webhooks.Warn(log)
 
 	if cfg.DebugAddr != "" {
 		go profiling.Serve(cfg.DebugAddr, log)
