@@ -61,6 +61,7 @@ type keyedState struct {
 	ready     []string // keys whose head may start, in the order they became ready
 	running   int      // workers handling an envelope
 	inFlight  int      // records fetched and not finished (queued or running)
+	tracked   int      // records in parts not behind their commit position
 	handled   int      // envelopes finished since the last commit
 	bytes     int      // their record bytes
 	moved     bool     // a commit position moved since the last commit
@@ -134,7 +135,7 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 			break
 		}
 		in, done := ch, ctx.Done()
-		if stopping || st.inFlight >= maxInFlight {
+		if stopping || st.inFlight >= maxInFlight || st.tracked >= s.cfg.MaxTracked {
 			in = nil // back-pressure: the fetcher blocks, kgo stops fetching
 		}
 		if stopping {
@@ -165,9 +166,11 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 				stopping = true
 				continue
 			}
+			before := r.it.part.pending()
 			if r.it.part.ack(r.it.seq) {
 				st.moved = true
 			}
+			st.tracked -= before - r.it.part.pending()
 			if st.handled == 0 {
 				due.Reset(s.cfg.FlushInterval)
 			}
@@ -220,11 +223,14 @@ func (s *stageRunner) enqueue(st *keyedState, f fetched) {
 		// First record of the partition, or the partition is read again
 		// from an earlier offset (after a rebalance): track it afresh;
 		// acks of the old records no longer move its commit position.
+		// Records of the old tracker still in flight leave st.tracked as
+		// they finish.
 		acks = newPartAcks()
 		st.parts[p] = acks
 	}
 	it := &keyedItem{f: f, key: itemKey(&f), part: acks}
 	it.seq = acks.add(f.m.Offset, f.m.LeaderEpoch)
+	st.tracked++
 	st.lag[p] = max(f.m.HighWaterMark-f.m.Offset-1, 0)
 	st.inFlight++
 	q := st.keys[it.key]

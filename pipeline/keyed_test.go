@@ -209,3 +209,55 @@ func TestKeyedSlowKeyHoldsOnlyItsKey(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyedTrackerBoundPausesFetching: with RunConfig.MaxTracked 100 and
+// one envelope blocked, the envelopes after it on its partition finish but
+// stay tracked (the commit position cannot pass the blocked one), so the
+// stage stops fetching once 100 records are tracked instead of holding
+// more and more; after the release every envelope is handled.
+func TestKeyedTrackerBoundPausesFetching(t *testing.T) {
+	const keys, perKey, bound = 1000, 2, 100
+	prefix := "keyedbound."
+	brokers := keyedCluster(t, prefix, "in", "out", schemas.TopicDeadLetter)
+	cl := kgoClient(t, brokers)
+	envs := make([]schemas.Envelope, 0, keys*perKey)
+	for i := range perKey {
+		for k := range keys {
+			envs = append(envs, keyedEnv(fmt.Sprintf("k%d", k), i))
+		}
+	}
+	produceEnvs(t, cl, prefix+"in", envs)
+
+	st := &blockingStage{blockID: "k0-0", release: make(chan struct{}), blocked: make(chan struct{}),
+		order: map[string][]int{}, handled: map[string]bool{}}
+	reg := pipeline.Registered{
+		Name: "keyedbound", Consumes: "in", Produces: []string{"out"}, Concurrency: 16,
+		Build: func(context.Context, pipeline.Resources) (pipeline.Stage, error) { return st, nil },
+	}
+	cfg := keyedRunConfig(brokers, prefix, &recPublisher{}, reg)
+	cfg.MaxTracked = bound
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, cfg) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	<-st.blocked
+	// Wait until handling stops: the count stays the same for a second.
+	last := -1
+	for n := st.count(); n != last; n = st.count() {
+		last = n
+		time.Sleep(time.Second)
+	}
+	if want := keys*perKey - 2; last >= want {
+		t.Fatalf("with k0-0 blocked and MaxTracked %d, %d of the %d other envelopes were handled: fetching never paused", bound, last, want)
+	}
+	t.Logf("fetching paused after %d envelopes with k0-0 blocked", last)
+	close(st.release)
+	if !poll(20*time.Second, func() bool { return st.count() == keys*perKey }) {
+		t.Fatalf("after the release %d of %d envelopes handled", st.count(), keys*perKey)
+	}
+}

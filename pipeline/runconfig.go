@@ -45,6 +45,13 @@ type RunConfig struct {
 	// DrainTimeout bounds the work done after ctx is cancelled: finishing
 	// the envelope in hand, the last Flush, publish and commit (default 30s).
 	DrainTimeout time.Duration
+	// MaxTracked bounds, per reader of a stage with Concurrency > 1, the
+	// records tracked for the commit position: those in flight and those
+	// finished behind one still in flight (about 13 bytes each). When an
+	// envelope stays in flight (a handler waiting on a dependency) while
+	// the ones after it finish, the stage stops fetching at this bound
+	// instead of growing without end (default 1<<20).
+	MaxTracked int
 
 	// Consumer tuning; the defaults give low latency under light traffic
 	// and quick group joins.
@@ -99,6 +106,9 @@ func (c *RunConfig) withDefaults() {
 	}
 	def(&c.FlushInterval, time.Second)
 	def(&c.DrainTimeout, 30*time.Second)
+	if c.MaxTracked <= 0 {
+		c.MaxTracked = 1 << 20
+	}
 	def(&c.MaxWait, 900*time.Millisecond)
 	def(&c.SessionTimeout, 10*time.Second)
 	def(&c.RebalanceTimeout, 10*time.Second)
