@@ -307,14 +307,15 @@ func (s *EndpointStore) Matching(ctx context.Context, ws, event string) ([]Hook,
 }
 
 // Lookup returns endpoint id of workspace ws with its current URL and the
-// secrets that sign now (Secrets, at the store's clock); ok is false when
-// it is deleted or disabled, and the delivery is skipped.
+// secrets that sign now (Secrets, at the store's clock) and whether it is
+// failing; ok is false when it is deleted or disabled, and the delivery is
+// skipped.
 func (s *EndpointStore) Lookup(ctx context.Context, ws, id string) (h Hook, ok bool, err error) {
 	var url string
-	var enabled bool
+	var enabled, failing bool
 	var cur, prev []byte
 	var until *time.Time
-	err = s.pg.QueryRow(ctx, sqlEndpointLookup, ws, id).Scan(&url, &enabled, &cur, &prev, &until)
+	err = s.pg.QueryRow(ctx, sqlEndpointLookup, ws, id).Scan(&url, &enabled, &cur, &prev, &until, &failing)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Hook{}, false, nil
 	}
@@ -328,7 +329,7 @@ func (s *EndpointStore) Lookup(ctx context.Context, ws, id string) (h Hook, ok b
 	if err != nil {
 		return Hook{}, false, err
 	}
-	return Hook{Kind: schemas.WebhookTargetEndpoint, ID: id, URL: url, Secrets: secrets}, true, nil
+	return Hook{Kind: schemas.WebhookTargetEndpoint, ID: id, URL: url, Secrets: secrets, Failing: failing}, true, nil
 }
 
 // Retire disables endpoint id of workspace ws with DisabledGone: its

@@ -29,6 +29,10 @@ type Hook struct {
 	URL  string
 	// Secrets sign the delivery (current first); none: unsigned.
 	Secrets []string
+	// Failing: an endpoint whose run of failures is open (failing_since
+	// set), so a success must end it (ClearFailing). Always false for REST
+	// hooks, which are never disabled.
+	Failing bool
 }
 
 // RESTHooks reads and retires REST hook subscriptions (table

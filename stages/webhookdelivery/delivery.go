@@ -88,6 +88,16 @@ type Config struct {
 	Guard *webhook.Guard
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// PerTarget bounds one target's attempts in flight in this process
+	// (default DefaultPerTarget); a delivery finding them all in flight is
+	// deferred (needs a Scheduler; without one there is no bound).
+	PerTarget int
+	// Deferral is the shortest wait of a deferred delivery (default
+	// DefaultDeferral).
+	Deferral time.Duration
+	// LookupTTL is how long a target's lookup is reused (default
+	// webhook.TargetTTL; negative: not cached).
+	LookupTTL time.Duration
 }
 
 // FromSettings applies the process settings webhook_allow_private and
@@ -105,8 +115,9 @@ func (c Config) FromSettings(s map[string]string) (Config, error) {
 func init() {
 	pipeline.Register(pipeline.Spec[Config]{
 		Name: Name, Consumes: schemas.TopicWebhookDeliveries, Produces: []string{schemas.TopicWebhookAttempts},
-		// One Handle per target at a time; up to this many targets at once,
-		// each possibly waiting on a slow receiver or a quick retry.
+		// One Handle per message and target at a time (the fan-out's
+		// keys); up to this many at once, each possibly waiting on a slow
+		// receiver or a quick retry, at most PerTarget of them per target.
 		Concurrency: 512,
 		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
 			if r.Postgres == nil {
@@ -140,12 +151,15 @@ type Stage struct {
 	client  *fasthttp.Client
 	targets map[string]Targets
 	sched   *Scheduler
+	limit   *limiter
+	lookups *webhook.Cache[found] // nil: not cached
 }
 
 // New returns the stage; targets maps each target kind
 // (schemas.WebhookTarget…) to where its targets are read; sched keeps the
 // later attempts (nil: they are logged with NextAttemptAt and not made;
-// tests only). Close closes sched.
+// tests only; so are the claims of attempts and the per-target bound).
+// Close closes sched.
 func New(cfg Config, targets map[string]Targets, sched *Scheduler) *Stage {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = webhook.DefaultTimeout
@@ -156,18 +170,35 @@ func New(cfg Config, targets map[string]Targets, sched *Scheduler) *Stage {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.PerTarget <= 0 {
+		cfg.PerTarget = DefaultPerTarget
+	}
+	if cfg.Deferral <= 0 {
+		cfg.Deferral = DefaultDeferral
+	}
+	if cfg.LookupTTL == 0 {
+		cfg.LookupTTL = webhook.TargetTTL
+	}
+	var lookups *webhook.Cache[found]
+	if cfg.LookupTTL > 0 {
+		lookups = webhook.NewCache[found](cfg.LookupTTL)
+		lookups.Now = cfg.Now
+	}
 	g := cfg.Guard
 	if g == nil {
 		g = webhook.NewGuard(webhook.GuardConfig{AllowPrivate: cfg.AllowPrivate})
 	}
-	return &Stage{cfg: cfg, targets: targets, sched: sched,
+	return &Stage{cfg: cfg, targets: targets, sched: sched, limit: newLimiter(cfg.PerTarget), lookups: lookups,
 		client: g.Client(webhook.ClientConfig{InsecureTLS: cfg.InsecureTLS, Timeout: cfg.Timeout, UserAgent: cfg.UserAgent})}
 }
 
 // Handle delivers one envelope: up to QuickAttempts attempts (and the 429
-// retries between them), returning an attempt envelope for each. An error
-// reading or retiring the target is retried by the runner (Unavailable);
-// a malformed envelope is Permanent.
+// retries between them), returning an attempt envelope for each. Each
+// attempt takes one of its target's PerTarget slots (none free: the
+// delivery is deferred, see defer_) and is claimed in Postgres before it is
+// sent (claims.go): an envelope handled again resumes after the last
+// claimed attempt. An error reading or retiring the target is retried by
+// the runner (Unavailable); a malformed envelope is Permanent.
 func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
 	var d schemas.WebhookDelivery
 	if err := json.Unmarshal(env.Payload, &d); err != nil {
@@ -180,89 +211,25 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	if !ok {
 		return nil, pipeline.Permanent(fmt.Errorf("webhook delivery %s: unknown target kind %q", env.ID, d.TargetKind))
 	}
-	hook, ok, err := targets.Lookup(ctx, env.Workspace, d.TargetID)
+	hook, ok, err := s.lookup(ctx, targets, d.TargetKind, env.Workspace, d.TargetID)
 	if err != nil {
 		return nil, pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", env.ID, err))
 	}
-	a := s.attempt(env, d)
 	if !ok {
+		a := s.attempt(env, d)
 		a.Outcome = schemas.WebhookOutcomeSkipped
 		return s.outputs(env, d, nil, a)
 	}
-	var out []schemas.WebhookAttempt
-	throttledHere := 0
-	var later *time.Time // when the durable schedule takes over
-	var laterThrottled bool
+	h := &handling{env: env, d: d, targets: targets, hook: hook, slot: env.Workspace + ":" + d.TargetID}
 	for {
-		now := s.cfg.Now()
-		res := webhook.Send(ctx, s.client, s.cfg.Timeout, webhook.Request{URL: hook.URL, Event: d.Event, Attempt: d.Attempt,
-			MessageID: d.MessageID, Body: d.Body, Secrets: hook.Secrets}, now)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("webhook delivery %s: %w", env.ID, err)
-		}
-		a := s.attempt(env, d)
-		a.URL, a.At, a.StatusCode, a.DurationMs, a.Error = hook.URL, now.UTC(), res.StatusCode, float64(res.Duration.Microseconds())/1000, res.Err
-		var wait time.Duration
-		switch {
-		case res.OK():
-			a.Outcome = schemas.WebhookOutcomeOK
-		case res.StatusCode == 410:
-			if err := targets.Retire(ctx, env.Workspace, d.TargetID); err != nil {
-				return nil, pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", env.ID, err))
-			}
-			a.Outcome = schemas.WebhookOutcomeRetired
-		case res.StatusCode == 429:
-			// Not an attempt: the same attempt number is tried again.
-			d.Throttled++
-			throttledHere++
-			a.Outcome, a.Throttled = schemas.WebhookOutcomeThrottled, d.Throttled
-			w := throttleWait(d.Attempt, res.RetryAfter)
-			next := now.Add(w).UTC()
-			a.NextAttemptAt = &next
-			if w <= Schedule[QuickAttempts-2] && throttledHere <= QuickAttempts {
-				wait = w
-			} else {
-				later, laterThrottled = &next, true
-			}
-		default:
-			w, more := After(d.Attempt)
-			if !more {
-				a.Outcome = schemas.WebhookOutcomeFailed
-				break
-			}
-			next := now.Add(w).UTC()
-			a.Outcome, a.NextAttemptAt = schemas.WebhookOutcomeRetry, &next
-			if d.Attempt < QuickAttempts {
-				wait = w
-			} else {
-				later = &next
-			}
-			d.Attempt++
-		}
-		if ft, ok := targets.(FailureTracker); ok && a.Outcome != schemas.WebhookOutcomeThrottled && a.Outcome != schemas.WebhookOutcomeRetired {
-			disabled, err := s.track(ctx, ft, env.Workspace, d.TargetID, a)
+		done, err := s.step(ctx, h)
+		if err != nil || done {
 			if err != nil {
-				return nil, pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", env.ID, err))
+				return nil, err
 			}
-			if disabled {
-				a.Outcome, a.NextAttemptAt, wait, later = schemas.WebhookOutcomeRetired, nil, 0, nil
-				a.Error = webhook.Bound(a.Error + "; endpoint disabled: " + webhook.DisabledFailing)
-			}
+			return h.result, nil
 		}
-		out = append(out, a)
-		if wait == 0 {
-			if later != nil && s.sched != nil {
-				next, err := nextEnvelope(env, d, laterThrottled, *later)
-				if err != nil {
-					return nil, pipeline.Permanent(err)
-				}
-				if err := s.sched.Schedule(ctx, next, *later); err != nil {
-					return nil, pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", env.ID, err))
-				}
-			}
-			return s.outputs(env, d, out, schemas.WebhookAttempt{})
-		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(h.wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -272,12 +239,246 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	}
 }
 
+// handling is the state of one Handle call between its attempts.
+type handling struct {
+	env     schemas.Envelope
+	d       schemas.WebhookDelivery // the next attempt to make
+	targets Targets
+	hook    webhook.Hook
+	slot    string // the per-target bound's key
+	out     []schemas.WebhookAttempt
+	// claimed is the claim of the latest attempt made here (nil: none).
+	claimed *claimIn
+	// throttledHere counts the 429s waited out in this call.
+	throttledHere int
+	wait          time.Duration // before the next step
+	result        []schemas.Envelope
+}
+
+// step makes h's next attempt, or defers it, or finds it already made;
+// done reports that Handle returns h.result, else it waits h.wait and
+// steps again.
+func (s *Stage) step(ctx context.Context, h *handling) (done bool, err error) {
+	env, targets := h.env, h.targets
+	if s.sched != nil && !s.limit.acquire(h.slot) {
+		return true, s.defer_(ctx, h)
+	}
+	var took time.Duration
+	defer func() {
+		if s.sched != nil {
+			s.limit.release(h.slot, took, s.cfg.Now())
+		}
+	}()
+	ck := claimIn{delivery: h.d.MessageID + "/" + h.d.TargetID, attempt: h.d.Attempt, throttled: h.d.Throttled, replay: h.d.Replay}
+	if s.sched != nil {
+		got, err := s.sched.claims.take(ctx, ck)
+		if err != nil {
+			return false, pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", env.ID, err))
+		}
+		if !got.ok {
+			return s.resume(ctx, h, got)
+		}
+		h.claimed = &ck
+	}
+	d := &h.d
+	now := s.cfg.Now()
+	res := webhook.Send(ctx, s.client, s.cfg.Timeout, webhook.Request{URL: h.hook.URL, Event: d.Event, Attempt: d.Attempt,
+		MessageID: d.MessageID, Body: d.Body, Secrets: h.hook.Secrets}, now)
+	took = max(res.Duration, time.Nanosecond)
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("webhook delivery %s: %w", env.ID, err)
+	}
+	a := s.attempt(env, *d)
+	a.URL, a.At, a.StatusCode, a.DurationMs, a.Error = h.hook.URL, now.UTC(), res.StatusCode, float64(res.Duration.Microseconds())/1000, res.Err
+	var wait time.Duration
+	var later *time.Time // when the durable schedule takes over
+	var laterThrottled bool
+	switch {
+	case res.OK():
+		a.Outcome = schemas.WebhookOutcomeOK
+	case res.StatusCode == 410:
+		if err := targets.Retire(ctx, env.Workspace, d.TargetID); err != nil {
+			return false, pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", env.ID, err))
+		}
+		s.forget(d.TargetKind, env.Workspace, d.TargetID)
+		a.Outcome = schemas.WebhookOutcomeRetired
+	case res.StatusCode == 429:
+		// Not an attempt: the same attempt number is tried again.
+		d.Throttled++
+		h.throttledHere++
+		a.Outcome, a.Throttled = schemas.WebhookOutcomeThrottled, d.Throttled
+		w := throttleWait(d.Attempt, res.RetryAfter)
+		next := now.Add(w).UTC()
+		a.NextAttemptAt = &next
+		if w <= Schedule[QuickAttempts-2] && h.throttledHere <= QuickAttempts {
+			wait = w
+		} else {
+			later, laterThrottled = &next, true
+		}
+	default:
+		w, more := After(d.Attempt)
+		if !more {
+			a.Outcome = schemas.WebhookOutcomeFailed
+			break
+		}
+		next := now.Add(w).UTC()
+		a.Outcome, a.NextAttemptAt = schemas.WebhookOutcomeRetry, &next
+		if d.Attempt < QuickAttempts {
+			wait = w
+		} else {
+			later = &next
+		}
+		d.Attempt++
+	}
+	if ft, ok := targets.(FailureTracker); ok && a.Outcome != schemas.WebhookOutcomeThrottled && a.Outcome != schemas.WebhookOutcomeRetired {
+		disabled, err := s.track(ctx, ft, h, a)
+		if err != nil {
+			return false, pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", env.ID, err))
+		}
+		if disabled {
+			a.Outcome, a.NextAttemptAt, wait, later = schemas.WebhookOutcomeRetired, nil, 0, nil
+			a.Error = webhook.Bound(a.Error + "; endpoint disabled: " + webhook.DisabledFailing)
+		}
+	}
+	h.out = append(h.out, a)
+	if wait > 0 {
+		h.wait = wait
+		return false, nil
+	}
+	state := claimDone
+	if later != nil && s.sched != nil {
+		next, err := nextEnvelope(env, *d, laterThrottled, *later)
+		if err != nil {
+			return false, pipeline.Permanent(err)
+		}
+		if err := s.sched.Schedule(ctx, next, *later); err != nil {
+			return false, pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", env.ID, err))
+		}
+		state = claimSettled
+	}
+	return true, s.finish(ctx, h, state, nil)
+}
+
+// finish sets h.result to the attempt rows of h (and stored, rows an
+// earlier Handle of the delivery returned) and records them with the
+// claim of h's latest attempt in state.
+func (s *Stage) finish(ctx context.Context, h *handling, state string, stored []schemas.Envelope) error {
+	out, err := s.outputs(h.env, h.d, h.out, schemas.WebhookAttempt{})
+	if err != nil {
+		return err
+	}
+	out = append(out, stored...)
+	if h.claimed != nil {
+		if err := s.sched.claims.settle(ctx, *h.claimed, state, out); err != nil {
+			return pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", h.env.ID, err))
+		}
+	}
+	h.result = out
+	return nil
+}
+
+// resume handles an attempt whose claim another Handle holds: a delivery
+// already settled or done returns what it returned (with this call's own
+// attempts), and an attempt claimed but never settled, whose outcome is
+// unknown (the process died during it), counts as failed: it is logged
+// with that error, and the schedule goes on from it.
+func (s *Stage) resume(ctx context.Context, h *handling, got held) (bool, error) {
+	if got.state != claimSending {
+		return true, s.finish(ctx, h, got.state, got.outputs)
+	}
+	d := &h.d
+	d.Attempt, d.Throttled = got.attempt, got.throttled
+	a := s.attempt(h.env, *d)
+	a.Error = "outcome unknown: the attempt was claimed and never settled (the process handling it stopped); counted as failed"
+	now := s.cfg.Now()
+	w, more := After(d.Attempt)
+	a.Outcome = schemas.WebhookOutcomeFailed
+	if more {
+		next := now.Add(w).UTC()
+		a.Outcome, a.NextAttemptAt = schemas.WebhookOutcomeRetry, &next
+	}
+	h.out = append(h.out, a)
+	// The interrupted claim is settled by this call.
+	h.claimed = &claimIn{delivery: d.MessageID + "/" + d.TargetID, attempt: got.attempt, throttled: got.throttled}
+	if !more {
+		return true, s.finish(ctx, h, claimDone, nil)
+	}
+	d.Attempt, d.Throttled = d.Attempt+1, 0
+	if d.Attempt <= QuickAttempts {
+		h.wait = w
+		return false, nil
+	}
+	next, err := nextEnvelope(h.env, *d, false, *a.NextAttemptAt)
+	if err != nil {
+		return false, pipeline.Permanent(err)
+	}
+	if err := s.sched.Schedule(ctx, next, *a.NextAttemptAt); err != nil {
+		return false, pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", h.env.ID, err))
+	}
+	return true, s.finish(ctx, h, claimSettled, nil)
+}
+
+// defer_ hands h's next attempt back to the schedule without making it:
+// its target's PerTarget attempts are all in flight in this process. The
+// same delivery (attempt and throttle count unchanged) is published again
+// by a River job after at least Config.Deferral, spaced from the target's
+// other deferrals (limiter.deferUntil), so neither the partition nor the
+// runner's in-flight budget waits for a slow target. Not an attempt: no
+// delivery-log row, the sendstream_webhook_deferrals_total counter.
+func (s *Stage) defer_(ctx context.Context, h *handling) error {
+	at := s.limit.deferUntil(h.slot, s.cfg.Now(), s.cfg.Deferral)
+	next, err := deferredEnvelope(h.env, h.d, at)
+	if err != nil {
+		return pipeline.Permanent(err)
+	}
+	if err := s.sched.Schedule(ctx, next, at); err != nil {
+		return pipeline.Unavailable(fmt.Errorf("webhook delivery %s: %w", h.env.ID, err))
+	}
+	return s.finish(ctx, h, claimSettled, nil)
+}
+
+// lookup reads a target through the stage's cache (Config.LookupTTL).
+func (s *Stage) lookup(ctx context.Context, targets Targets, kind, ws, id string) (webhook.Hook, bool, error) {
+	if s.lookups == nil {
+		return targets.Lookup(ctx, ws, id)
+	}
+	r, err := s.lookups.Get(ctx, kind+"\x00"+ws+"\x00"+id, func(ctx context.Context) (found, error) {
+		h, ok, err := targets.Lookup(ctx, ws, id)
+		return found{h, ok}, err
+	})
+	return r.hook, r.ok, err
+}
+
+// found is a cached lookup.
+type found struct {
+	hook webhook.Hook
+	ok   bool
+}
+
+// forget drops a target from the lookup cache: this process retired,
+// disabled or marked it failing.
+func (s *Stage) forget(kind, ws, id string) {
+	if s.lookups != nil {
+		s.lookups.Forget(kind + "\x00" + ws + "\x00" + id)
+	}
+}
+
 // track records an attempt's result with a target that is disabled after
 // failing for DisableAfter, and disables it (reporting true) when this
-// failure ends such a run.
-func (s *Stage) track(ctx context.Context, ft FailureTracker, ws, id string, a schemas.WebhookAttempt) (bool, error) {
+// failure ends such a run. A success writes only when the target is known
+// to be failing (its lookup said so, or this call marked it).
+func (s *Stage) track(ctx context.Context, ft FailureTracker, h *handling, a schemas.WebhookAttempt) (bool, error) {
+	ws, id := h.env.Workspace, h.d.TargetID
 	if a.Outcome == schemas.WebhookOutcomeOK {
-		return false, ft.ClearFailing(ctx, ws, id)
+		if !h.hook.Failing {
+			return false, nil
+		}
+		if err := ft.ClearFailing(ctx, ws, id); err != nil {
+			return false, err
+		}
+		h.hook.Failing = false
+		s.forget(h.d.TargetKind, ws, id)
+		return false, nil
 	}
 	since, err := ft.MarkFailing(ctx, ws, id, a.At)
 	if errors.Is(err, webhook.ErrEndpointNotFound) {
@@ -286,12 +487,17 @@ func (s *Stage) track(ctx context.Context, ft FailureTracker, ws, id string, a s
 	if err != nil {
 		return false, err
 	}
+	if !h.hook.Failing {
+		h.hook.Failing = true
+		s.forget(h.d.TargetKind, ws, id)
+	}
 	if a.At.Sub(since) <= DisableAfter {
 		return false, nil
 	}
 	if _, err := ft.Disable(ctx, ws, id, webhook.DisabledFailing); err != nil && !errors.Is(err, webhook.ErrEndpointNotFound) {
 		return false, err
 	}
+	s.forget(h.d.TargetKind, ws, id)
 	return true, nil
 }
 

@@ -26,7 +26,9 @@ func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unloc
 
 // endpointStage returns the delivery stage with REST hooks and the real
 // endpoint store, both on clk, accepting the test receivers' self-signed
-// certificates.
+// certificates. Targets are looked up for every delivery (LookupTTL -1):
+// with the default cache a rotation or a disable takes effect within
+// webhook.TargetTTL, which these tests do not wait out.
 func endpointStage(t *testing.T, pg *pgxpool.Pool, clk *clock) (*webhookdelivery.Stage, *webhook.EndpointStore) {
 	t.Helper()
 	eps, err := webhook.NewEndpointStore(pg, webhook.EndpointStoreConfig{Secret: "endpoint-test-secret-0123456789abcdef", Now: clk.now})
@@ -34,7 +36,7 @@ func endpointStage(t *testing.T, pg *pgxpool.Pool, clk *clock) (*webhookdelivery
 		t.Fatal(err)
 	}
 	rest := webhook.NewRESTHooks(pg)
-	st := webhookdelivery.New(webhookdelivery.Config{AllowPrivate: loopback, InsecureTLS: true, Now: clk.now},
+	st := webhookdelivery.New(webhookdelivery.Config{AllowPrivate: loopback, InsecureTLS: true, Now: clk.now, LookupTTL: -1},
 		map[string]webhookdelivery.Targets{rest.Kind(): rest, eps.Kind(): eps}, nil)
 	return st, eps
 }

@@ -49,11 +49,30 @@ func (w *retryWorker) Work(ctx context.Context, job *river.Job[retryArgs]) error
 	return nil
 }
 
+// pruneArgs is the periodic job that forgets old claims of attempts.
+type pruneArgs struct{}
+
+// Kind names the job kind.
+func (pruneArgs) Kind() string { return "webhook_delivery_claims_prune" }
+
+// pruneWorker deletes claims older than ClaimRetention.
+type pruneWorker struct {
+	river.WorkerDefaults[pruneArgs]
+	pg *pgxpool.Pool
+}
+
+// Work prunes; an error is retried by River.
+func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[pruneArgs]) error {
+	return prune(ctx, w.pg, ClaimRetention)
+}
+
 // Scheduler keeps scheduled retries in Postgres and publishes them when
-// due. Safe for concurrent use; Close stops it.
+// due, and holds the claims of attempts (claims.go), pruned hourly by a
+// periodic job. Safe for concurrent use; Close stops it.
 type Scheduler struct {
 	client *river.Client[pgx.Tx]
 	queue  string
+	claims *claims
 }
 
 // DefaultQueue is the River queue of scheduled deliveries.
@@ -89,10 +108,15 @@ func StartScheduler(ctx context.Context, pg *pgxpool.Pool, pub pipeline.Publishe
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &retryWorker{pub: pub})
+	river.AddWorker(workers, &pruneWorker{pg: pg})
+	queue := cfg.Queue
 	c, err := river.NewClient(driver, &river.Config{
 		Queues:  map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.Workers}},
 		Workers: workers,
 		Logger:  quiet(logger),
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) { return pruneArgs{}, &river.InsertOpts{Queue: queue} },
+			&river.PeriodicJobOpts{RunOnStart: true})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("webhook retry queue: %w", err)
@@ -101,7 +125,7 @@ func StartScheduler(ctx context.Context, pg *pgxpool.Pool, pub pipeline.Publishe
 	if err := c.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("webhook retry queue: start: %w", err)
 	}
-	return &Scheduler{client: c, queue: cfg.Queue}, nil
+	return &Scheduler{client: c, queue: cfg.Queue, claims: newClaims(pg)}, nil
 }
 
 // Schedule stores next (a delivery envelope) to be published at at. The
@@ -119,6 +143,7 @@ func (s *Scheduler) Schedule(ctx context.Context, next schemas.Envelope, at time
 func (s *Scheduler) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	defer s.claims.close()
 	if err := s.client.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("stop webhook retry queue: %w", err)
 	}
@@ -153,4 +178,18 @@ func nextEnvelope(env schemas.Envelope, d schemas.WebhookDelivery, throttled boo
 	}
 	return schemas.Envelope{ID: id, Workspace: env.Workspace, Type: schemas.TypeWebhookDelivery, Key: env.Key,
 		OccurredAt: at.UTC(), Attempt: 0, CausationID: env.ID, Traceparent: env.Traceparent, Payload: p}, nil
+}
+
+// deferredEnvelope returns the delivery d of env again, unchanged (the
+// same attempt and throttle count), due at at: a deferral (Stage.defer_).
+// Its id derives from env's and d's attempt, so handling env again defers
+// it once.
+func deferredEnvelope(env schemas.Envelope, d schemas.WebhookDelivery, at time.Time) (schemas.Envelope, error) {
+	p, err := json.Marshal(d)
+	if err != nil {
+		return schemas.Envelope{}, fmt.Errorf("deferred webhook delivery of %s: %w", env.ID, err)
+	}
+	id := schemas.ChildID(fmt.Sprintf("%s/deferred/%d/%d", env.ID, d.Attempt, d.Throttled), schemas.TypeWebhookDelivery, 0)
+	return schemas.Envelope{ID: id, Workspace: env.Workspace, Type: schemas.TypeWebhookDelivery, Key: env.Key,
+		OccurredAt: at.UTC(), CausationID: env.ID, Traceparent: env.Traceparent, Payload: p}, nil
 }

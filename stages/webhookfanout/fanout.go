@@ -4,8 +4,10 @@
 // schemas.EventWebhookEvents and schemas.TransactionalWebhookEvents on
 // TopicWebhooks) it builds the delivery body of spec 2.6 and returns one
 // schemas.TypeWebhookDelivery per matching target, keyed
-// "<workspace>:<targetId>"; the delivery stage (stages/webhookdelivery)
-// sends them. A stage reads one topic, so one stage is registered per
+// "<workspace>:<targetId>/<messageId>" (one key per message and target, so
+// the delivery stage runs one endpoint's deliveries concurrently, within
+// its per-target bound); the delivery stage (stages/webhookdelivery) sends
+// them. A stage reads one topic, so one stage is registered per
 // source topic, sharing this code.
 //
 // Targets come from Sources, one per target kind: REST hook subscriptions
@@ -130,12 +132,19 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		out = append(out, schemas.Envelope{
 			ID:        schemas.ChildID(env.ID+"/"+h.ID, schemas.TypeWebhookDelivery, 1),
 			Workspace: env.Workspace, Type: schemas.TypeWebhookDelivery,
-			Key: env.Workspace + ":" + h.ID, OccurredAt: env.OccurredAt, CausationID: env.ID,
+			Key: DeliveryKey(env.Workspace, h.ID, env.ID), OccurredAt: env.OccurredAt, CausationID: env.ID,
 			Traceparent: env.Traceparent, Payload: p,
 		})
 	}
 	return out, nil
 }
+
+// DeliveryKey is the key of the deliveries of message msg to target of
+// workspace ws: "<ws>:<target>/<msg>". Every attempt of one message to one
+// target keeps it (attempts in order); different messages to one target
+// are different keys (handled concurrently, bounded per target by the
+// delivery stage).
+func DeliveryKey(ws, target, msg string) string { return ws + ":" + target + "/" + msg }
 
 // contactRequired reports whether the catalogue requires contactId in the
 // event's data: such an event without a matched contact fires nothing.

@@ -47,7 +47,7 @@ func envelope(t *testing.T, ws, typ string, payload any) schemas.Envelope {
 
 // TestContactCreatedFansOut: a contact.created.v1 with two REST hooks to
 // CONTACT_CREATED (and one to another event) gives two deliveries keyed by
-// target, each with the spec 2.6 body; the same envelope again gives the
+// target and message (DeliveryKey), each with the spec 2.6 body; the same envelope again gives the
 // same envelopes.
 func TestContactCreatedFansOut(t *testing.T) {
 	pg := stack.PG(t)
@@ -73,7 +73,7 @@ func TestContactCreatedFansOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		targets = append(targets, d.TargetID)
-		if o.Type != schemas.TypeWebhookDelivery || o.Key != ws+":"+d.TargetID || o.Workspace != ws || o.CausationID != env.ID ||
+		if o.Type != schemas.TypeWebhookDelivery || o.Key != webhookfanout.DeliveryKey(ws, d.TargetID, env.ID) || o.Workspace != ws || o.CausationID != env.ID ||
 			o.ID != schemas.ChildID(env.ID+"/"+d.TargetID, schemas.TypeWebhookDelivery, 1) {
 			t.Errorf("envelope %+v", o)
 		}

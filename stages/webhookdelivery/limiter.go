@@ -1,0 +1,109 @@
+package webhookdelivery
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"sendstream/deploy/metrics"
+)
+
+// DefaultPerTarget is the default bound of one target's attempts in flight
+// in one process (Config.PerTarget). With the 10-second time-out a target
+// that hangs holds at most this many of the stage's 512 Handle calls; a
+// target answering in 5 ms still takes about 3,000 deliveries/s.
+const DefaultPerTarget = 16
+
+// DefaultDeferral is the default shortest wait of a deferred delivery
+// (Config.Deferral): River promotes due jobs about every 5 s anyway.
+const DefaultDeferral = 5 * time.Second
+
+// deferrals counts deliveries handed back to the schedule because their
+// target's attempts were all in flight. They are not attempts and have no
+// row in the delivery log: a hanging endpoint receiving 100 events/s
+// would write about 100 rows/s that say nothing about its answers.
+var deferrals = metrics.Register(prometheus.DefaultRegisterer, prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "sendstream_webhook_deferrals_total",
+	Help: "Webhook deliveries scheduled again without an attempt because their target's attempts in flight were at the per-target bound.",
+}))
+
+// limiter bounds the attempts in flight per target and spaces out the
+// deliveries it defers. Safe for concurrent use.
+type limiter struct {
+	per int
+
+	mu sync.Mutex
+	m  map[string]*targetLoad
+}
+
+// targetLoad is one target's attempts in flight, the average time an
+// attempt took (moving average) and the time the latest deferral was
+// scheduled at.
+type targetLoad struct {
+	busy int
+	avg  time.Duration
+	next time.Time
+}
+
+func newLimiter(per int) *limiter { return &limiter{per: per, m: map[string]*targetLoad{}} }
+
+// acquire takes one of key's slots; false when all are in flight.
+func (l *limiter) acquire(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.m[key]
+	if t == nil {
+		t = &targetLoad{}
+		l.m[key] = t
+	}
+	if t.busy >= l.per {
+		return false
+	}
+	t.busy++
+	return true
+}
+
+// release returns a slot taken for an attempt that took took (0: no
+// attempt was made).
+func (l *limiter) release(key string, took time.Duration, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.m[key]
+	if t == nil {
+		return
+	}
+	t.busy--
+	if took > 0 {
+		if t.avg == 0 {
+			t.avg = took
+		} else {
+			t.avg = (7*t.avg + took) / 8
+		}
+	}
+	if t.busy <= 0 && !t.next.After(now) {
+		delete(l.m, key)
+	}
+}
+
+// deferUntil returns when a delivery key could not start now should be
+// tried again: at least min from now, and each deferral of a key spaced
+// after the one before by the time a slot takes to free up (average
+// attempt time / slots), so a slow target's backlog comes back about as
+// fast as the target works it off instead of all at once.
+func (l *limiter) deferUntil(key string, now time.Time, min time.Duration) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.m[key]
+	if t == nil {
+		t = &targetLoad{}
+		l.m[key] = t
+	}
+	at := now.Add(min)
+	if step := t.avg / time.Duration(l.per); t.next.Add(step).After(at) {
+		at = t.next.Add(step)
+	}
+	t.next = at
+	deferrals.Inc()
+	return at
+}
