@@ -1,0 +1,215 @@
+// Package timers keeps durable timers in Postgres: "publish this envelope
+// to this topic at that time". A timer is a River job
+// (github.com/riverqueue/river, pgx v5 driver) of one kind whose worker
+// publishes the envelope it carries with acks=all; jobs survive restarts
+// and kill -9 of any process, and a job whose worker died mid-run is
+// rescued after RescueAfter (well below River's one-hour default) and run
+// again. Timers are unique by envelope id: scheduling the same envelope
+// twice (a handler that ran again after a crash) is one timer, and the
+// publish itself is at least once, so consumers deduplicate by env.ID as
+// they do for every envelope.
+//
+// One River client per process: Shared starts it on first use and every
+// user of the process (the journey engine, and webhook retries once they
+// move here) shares it; Schedule within the caller's Postgres transaction
+// (InsertTx) commits the timer with the state change that wants it.
+package timers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"sendstream/schemas"
+)
+
+// Publisher publishes envelopes with acks=all (pipeline.Publisher).
+type Publisher interface {
+	Publish(ctx context.Context, topic string, envs ...schemas.Envelope) error
+}
+
+// DefaultQueue is the River queue timers go to and are worked from.
+const DefaultQueue = "timers"
+
+// DefaultRescueAfter is how long a timer job may stay running before
+// River's rescuer makes it available again (its worker died): a publish
+// takes milliseconds, so a minute is generous and a crashed worker's timer
+// fires about a minute late instead of an hour.
+const DefaultRescueAfter = time.Minute
+
+// jobArgs is one timer: the envelope to publish and its topic. Unique by
+// EnvelopeID (River's ByArgs with only the tagged field).
+type jobArgs struct {
+	EnvelopeID string           `json:"envelopeId" river:"unique"`
+	Topic      string           `json:"topic"`
+	Envelope   schemas.Envelope `json:"envelope"`
+}
+
+// Kind names the job kind.
+func (jobArgs) Kind() string { return "timer_publish" }
+
+// worker publishes due timers.
+type worker struct {
+	river.WorkerDefaults[jobArgs]
+	pub Publisher
+}
+
+// Work publishes the timer's envelope; an error is retried by River.
+func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
+	if err := w.pub.Publish(ctx, job.Args.Topic, job.Args.Envelope); err != nil {
+		return fmt.Errorf("publish timer %s to %s: %w", job.Args.EnvelopeID, job.Args.Topic, err)
+	}
+	return nil
+}
+
+// Timeout bounds one publish (River cancels the job's context after it).
+func (w *worker) Timeout(*river.Job[jobArgs]) time.Duration { return 30 * time.Second }
+
+// Config configures the process's timers. Zero values take the defaults.
+type Config struct {
+	Queue       string        // default DefaultQueue
+	Workers     int           // timers published at once (default 64)
+	RescueAfter time.Duration // default DefaultRescueAfter; at least 31 s (above the job timeout)
+	Logger      *slog.Logger  // nil: discard River's logs
+}
+
+// Timers schedules timers and publishes them when due. Safe for concurrent
+// use.
+type Timers struct {
+	client *river.Client[pgx.Tx]
+	queue  string
+}
+
+// Start migrates River's tables on pg (rivermigrate, up), then starts a
+// River client working cfg.Queue that publishes due timers with pub until
+// Close. Most callers want Shared instead.
+func Start(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*Timers, error) {
+	if cfg.Queue == "" {
+		cfg.Queue = DefaultQueue
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 64
+	}
+	if cfg.RescueAfter == 0 {
+		cfg.RescueAfter = DefaultRescueAfter
+	}
+	if cfg.RescueAfter <= 30*time.Second {
+		return nil, fmt.Errorf("timers: RescueAfter %s must be above the 30 s job timeout", cfg.RescueAfter)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	driver := riverpgxv5.New(pg)
+	m, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("timers: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return nil, fmt.Errorf("timers: migrate River's tables: %w", err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &worker{pub: pub})
+	c, err := river.NewClient(driver, &river.Config{
+		Queues:               map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.Workers}},
+		Workers:              workers,
+		RescueStuckJobsAfter: cfg.RescueAfter,
+		Logger:               logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("timers: %w", err)
+	}
+	// The client's own context: it runs until Close, not until ctx ends.
+	if err := c.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("timers: start: %w", err)
+	}
+	return &Timers{client: c, queue: cfg.Queue}, nil
+}
+
+// Schedule stores a timer that publishes env to topic at at (now or in the
+// past: as soon as River gets to it), within tx when tx is not nil (the
+// timer then exists exactly when tx commits), else on its own. The same
+// env.ID scheduled again is the same timer: the call does nothing, even
+// after the first one fired (until River prunes finished jobs, 24 h by
+// default).
+func (t *Timers) Schedule(ctx context.Context, tx pgx.Tx, topic string, env schemas.Envelope, at time.Time) error {
+	args := jobArgs{EnvelopeID: env.ID, Topic: topic, Envelope: env}
+	opts := &river.InsertOpts{Queue: t.queue, ScheduledAt: at.UTC(), UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	var err error
+	if tx != nil {
+		_, err = t.client.InsertTx(ctx, tx, args, opts)
+	} else {
+		_, err = t.client.Insert(ctx, args, opts)
+	}
+	if err != nil {
+		return fmt.Errorf("schedule timer %s on %s at %s: %w", env.ID, topic, at.UTC().Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// Close stops the client, letting running publishes finish for up to 10 s
+// (an unfinished one is rescued later).
+func (t *Timers) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.client.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("stop timers: %w", err)
+	}
+	return nil
+}
+
+// shared is the process's Timers and how many users hold it.
+var shared struct {
+	mu    sync.Mutex
+	t     *Timers
+	users int
+	pg    *pgxpool.Pool
+}
+
+// Shared returns the process's Timers, starting them on pg with pub and
+// cfg on first use; later calls get the same Timers whatever they pass
+// (their pool must be the first one's: one River client per database).
+// Every call must be matched by one Release; the client stops with the
+// last.
+func Shared(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*Timers, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.t != nil {
+		if shared.pg != pg {
+			return nil, errors.New("timers: Shared called with a second Postgres pool; one River client per process")
+		}
+		shared.users++
+		return shared.t, nil
+	}
+	t, err := Start(ctx, pg, pub, cfg)
+	if err != nil {
+		return nil, err
+	}
+	shared.t, shared.users, shared.pg = t, 1, pg
+	return t, nil
+}
+
+// Release gives back one Shared; the last Release stops the client.
+func Release() error {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.users == 0 {
+		return nil
+	}
+	shared.users--
+	if shared.users > 0 {
+		return nil
+	}
+	t := shared.t
+	shared.t, shared.pg = nil, nil
+	return t.Close()
+}

@@ -1,0 +1,83 @@
+package timers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"sendstream/deploy/stack"
+	"sendstream/pipeline/pipelinetest"
+	"sendstream/schemas"
+	"sendstream/sinks/timers"
+)
+
+// TestScheduleInTxUniqueAndDue: a timer scheduled in a rolled-back
+// transaction never fires; one scheduled in a committed transaction fires
+// once when due, though it was scheduled three times (twice in its
+// transaction, once after), and not before.
+func TestScheduleInTxUniqueAndDue(t *testing.T) {
+	pg := stack.PG(t)
+	pub := &pipelinetest.Publisher{}
+	queue := "timers_test_" + schemas.NewID()[:8]
+	tm, err := timers.Start(context.Background(), pg, pub, timers.Config{Queue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tm.Close() })
+	ctx := context.Background()
+	due := time.Now().Add(2 * time.Second)
+	kept := schemas.Envelope{ID: schemas.NewID(), Workspace: "w", Type: "x.test.v1", Key: "k", OccurredAt: due, Payload: []byte(`{"a":1}`)}
+	dropped := schemas.Envelope{ID: schemas.NewID(), Workspace: "w", Type: "x.test.v1", Key: "k", OccurredAt: due, Payload: []byte(`{}`)}
+
+	tx, err := pg.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Schedule(ctx, tx, schemas.TopicJourneys, dropped, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	_ = tx.Rollback(ctx)
+	err = pgx.BeginFunc(ctx, pg, func(tx pgx.Tx) error {
+		for range 2 {
+			if err := tm.Schedule(ctx, tx, schemas.TopicJourneys, kept, due); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Schedule(ctx, nil, schemas.TopicJourneys, kept, due); err != nil {
+		t.Fatal(err)
+	}
+	if got := pub.Published(schemas.TopicJourneys); len(got) != 0 && time.Now().Before(due) {
+		t.Fatalf("published before due: %v", got)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(pub.Published(schemas.TopicJourneys)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(6 * time.Second) // room for a duplicate or the rolled-back one
+	got := pub.Published(schemas.TopicJourneys)
+	// River keeps the job's arguments as jsonb: the payload comes back
+	// as equal JSON, not the same bytes.
+	if len(got) != 1 || got[0].ID != kept.ID || strings.ReplaceAll(string(got[0].Payload), " ", "") != `{"a":1}` {
+		t.Fatalf("published %+v, want exactly the committed timer once", got)
+	}
+	if got[0].OccurredAt.Before(due.Add(-time.Millisecond)) {
+		t.Errorf("envelope changed: %v", got[0].OccurredAt)
+	}
+}
+
+// TestRescueAfterBelowJobTimeoutRefused: a rescue time the job timeout
+// would outlast is refused.
+func TestRescueAfterBelowJobTimeoutRefused(t *testing.T) {
+	pg := stack.PG(t)
+	if _, err := timers.Start(context.Background(), pg, &pipelinetest.Publisher{}, timers.Config{RescueAfter: 10 * time.Second}); err == nil {
+		t.Fatal("RescueAfter of 10 s accepted")
+	}
+}
