@@ -1,29 +1,35 @@
 // Package webhookdelivery sends outgoing webhooks (spec 2.5, 2.6, 6; issue
 // 25): it reads schemas.TypeWebhookDelivery envelopes (published by
-// stages/webhookfanout, keyed "<workspace>:<targetId>"), POSTs the body to
-// the target through the SSRF guard of sinks/webhook (every dialled
-// address checked, redirects not followed, 10-second time-out), signed
-// when the target has secrets, and returns one schemas.TypeWebhookAttempt
-// per attempt for the delivery log.
+// stages/webhookfanout, keyed "<workspace>:<targetId>/<messageId>"), POSTs
+// the body to the target through the SSRF guard of sinks/webhook (every
+// dialled address checked, redirects not followed, 10-second time-out),
+// signed when the target has secrets, and returns one
+// schemas.TypeWebhookAttempt per attempt for the delivery log.
 //
-// Keyed concurrency (Spec.Concurrency) runs many targets at once and one
-// target's deliveries in order, so a receiver that hangs holds only its
-// own key. The first QuickAttempts attempts run inside Handle, 1 s then
-// 2 s apart; a 429 is tried again without counting an attempt (Retry-After
-// honoured within the schedule's bounds); a 410 retires the target (a REST
-// hook is deleted).
+// Keyed concurrency (Spec.Concurrency) runs many deliveries at once, one
+// message's attempts to one target in order. A target holds at most
+// Config.PerTarget calls (DefaultPerTarget, 16) in a process; a delivery
+// finding them all busy is deferred: a River job publishes it again a few
+// seconds later with the same attempt number, so a receiver that hangs
+// holds neither its partitions nor the runner's in-flight budget. The
+// first QuickAttempts attempts run inside Handle, 1 s then 2 s apart; a
+// 429 is tried again without counting an attempt (Retry-After honoured
+// within the schedule's bounds); a 410 retires the target (a REST hook is
+// deleted).
 //
-// The later attempts of the schedule (+5 min … +10 h), and a 429 whose
-// wait is longer than the quick phase's, are durable River jobs in
-// Postgres (Scheduler, retries.go) that publish the delivery again with
-// the next attempt number when due; the attempt that hands over is logged
-// with outcome "retry" (or "throttled") and NextAttemptAt.
+// Every attempt is claimed in Postgres before it is sent (claims.go): an
+// envelope handled again after a crash resumes after the last claimed
+// attempt, so no attempt number is sent twice; an attempt whose outcome is
+// unknown counts as failed. The later attempts of the schedule (+5 min …
+// +10 h), and a 429 whose wait is longer than the quick phase's, are
+// durable River jobs in Postgres (Scheduler, retries.go) that publish the
+// delivery again with the next attempt number when due; the attempt that
+// hands over is logged with outcome "retry" (or "throttled") and
+// NextAttemptAt.
 //
 // A dashboard endpoint failing for more than DisableAfter (12 h) is
 // disabled until re-enabled (FailureTracker); REST hooks never are.
-//
-// Not yet here (issue 25): River promotes due jobs on the real clock (the
-// schedule's due times are tested from the jobs), and no kill -9 test.
+// Targets are looked up through a cache of webhook.TargetTTL (1 s).
 package webhookdelivery
 
 import (
@@ -88,9 +94,9 @@ type Config struct {
 	Guard *webhook.Guard
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// PerTarget bounds one target's attempts in flight in this process
-	// (default DefaultPerTarget); a delivery finding them all in flight is
-	// deferred (needs a Scheduler; without one there is no bound).
+	// PerTarget bounds one target's Handle calls in this process (default
+	// DefaultPerTarget); a delivery finding them all busy is deferred
+	// (needs a Scheduler; without one there is no bound).
 	PerTarget int
 	// Deferral is the shortest wait of a deferred delivery (default
 	// DefaultDeferral).
@@ -193,10 +199,10 @@ func New(cfg Config, targets map[string]Targets, sched *Scheduler) *Stage {
 }
 
 // Handle delivers one envelope: up to QuickAttempts attempts (and the 429
-// retries between them), returning an attempt envelope for each. Each
-// attempt takes one of its target's PerTarget slots (none free: the
-// delivery is deferred, see defer_) and is claimed in Postgres before it is
-// sent (claims.go): an envelope handled again resumes after the last
+// retries between them), returning an attempt envelope for each. The call
+// takes one of its target's PerTarget slots (none free: the delivery is
+// deferred, see defer_), and each attempt is claimed in Postgres before it
+// is sent (claims.go): an envelope handled again resumes after the last
 // claimed attempt. An error reading or retiring the target is retried by
 // the runner (Unavailable); a malformed envelope is Permanent.
 func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
@@ -221,6 +227,18 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		return s.outputs(env, d, nil, a)
 	}
 	h := &handling{env: env, d: d, targets: targets, hook: hook, slot: env.Workspace + ":" + d.TargetID}
+	if s.sched != nil {
+		// The slot is held for the whole call, quick waits included, so a
+		// target holds at most PerTarget of the stage's Handle calls.
+		if !s.limit.acquire(h.slot) {
+			if err := s.defer_(ctx, h); err != nil {
+				return nil, err
+			}
+			return h.result, nil
+		}
+		start := time.Now()
+		defer func() { s.limit.release(h.slot, time.Since(start), s.cfg.Now()) }()
+	}
 	for {
 		done, err := s.step(ctx, h)
 		if err != nil || done {
@@ -260,15 +278,6 @@ type handling struct {
 // steps again.
 func (s *Stage) step(ctx context.Context, h *handling) (done bool, err error) {
 	env, targets := h.env, h.targets
-	if s.sched != nil && !s.limit.acquire(h.slot) {
-		return true, s.defer_(ctx, h)
-	}
-	var took time.Duration
-	defer func() {
-		if s.sched != nil {
-			s.limit.release(h.slot, took, s.cfg.Now())
-		}
-	}()
 	ck := claimIn{delivery: h.d.MessageID + "/" + h.d.TargetID, attempt: h.d.Attempt, throttled: h.d.Throttled, replay: h.d.Replay}
 	if s.sched != nil {
 		got, err := s.sched.claims.take(ctx, ck)
@@ -284,7 +293,6 @@ func (s *Stage) step(ctx context.Context, h *handling) (done bool, err error) {
 	now := s.cfg.Now()
 	res := webhook.Send(ctx, s.client, s.cfg.Timeout, webhook.Request{URL: h.hook.URL, Event: d.Event, Attempt: d.Attempt,
 		MessageID: d.MessageID, Body: d.Body, Secrets: h.hook.Secrets}, now)
-	took = max(res.Duration, time.Nanosecond)
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("webhook delivery %s: %w", env.ID, err)
 	}
@@ -418,8 +426,8 @@ func (s *Stage) resume(ctx context.Context, h *handling, got held) (bool, error)
 	return true, s.finish(ctx, h, claimSettled, nil)
 }
 
-// defer_ hands h's next attempt back to the schedule without making it:
-// its target's PerTarget attempts are all in flight in this process. The
+// defer_ hands h's delivery back to the schedule without an attempt: its
+// target's PerTarget slots are all held in this process. The
 // same delivery (attempt and throttle count unchanged) is published again
 // by a River job after at least Config.Deferral, spaced from the target's
 // other deferrals (limiter.deferUntil), so neither the partition nor the

@@ -9,10 +9,12 @@ import (
 	"sendstream/deploy/metrics"
 )
 
-// DefaultPerTarget is the default bound of one target's attempts in flight
-// in one process (Config.PerTarget). With the 10-second time-out a target
-// that hangs holds at most this many of the stage's 512 Handle calls; a
-// target answering in 5 ms still takes about 3,000 deliveries/s.
+// DefaultPerTarget is the default bound of one target's Handle calls in
+// one process (Config.PerTarget; a call holds its slot through its quick
+// retries' waits). A target that hangs (10-second time-out) or keeps
+// failing thus holds at most this many of the stage's 512 calls, so 31 of
+// them at once leave room for the others; a target answering in 5 ms still
+// takes about 3,000 deliveries/s per process.
 const DefaultPerTarget = 16
 
 // DefaultDeferral is the default shortest wait of a deferred delivery
@@ -20,7 +22,7 @@ const DefaultPerTarget = 16
 const DefaultDeferral = 5 * time.Second
 
 // deferrals counts deliveries handed back to the schedule because their
-// target's attempts were all in flight. They are not attempts and have no
+// target's slots were all held. They are not attempts and have no
 // row in the delivery log: a hanging endpoint receiving 100 events/s
 // would write about 100 rows/s that say nothing about its answers.
 var deferrals = metrics.Register(prometheus.DefaultRegisterer, prometheus.NewCounter(prometheus.CounterOpts{
@@ -28,7 +30,7 @@ var deferrals = metrics.Register(prometheus.DefaultRegisterer, prometheus.NewCou
 	Help: "Webhook deliveries scheduled again without an attempt because their target's attempts in flight were at the per-target bound.",
 }))
 
-// limiter bounds the attempts in flight per target and spaces out the
+// limiter bounds the Handle calls per target and spaces out the
 // deliveries it defers. Safe for concurrent use.
 type limiter struct {
 	per int
@@ -37,8 +39,8 @@ type limiter struct {
 	m  map[string]*targetLoad
 }
 
-// targetLoad is one target's attempts in flight, the average time an
-// attempt took (moving average) and the time the latest deferral was
+// targetLoad is one target's calls in flight, the average time a call
+// held its slot (moving average) and the time the latest deferral was
 // scheduled at.
 type targetLoad struct {
 	busy int
@@ -64,8 +66,7 @@ func (l *limiter) acquire(key string) bool {
 	return true
 }
 
-// release returns a slot taken for an attempt that took took (0: no
-// attempt was made).
+// release returns a slot held for took.
 func (l *limiter) release(key string, took time.Duration, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -89,8 +90,8 @@ func (l *limiter) release(key string, took time.Duration, now time.Time) {
 // deferUntil returns when a delivery key could not start now should be
 // tried again: at least min from now, and each deferral of a key spaced
 // after the one before by the time a slot takes to free up (average
-// attempt time / slots), so a slow target's backlog comes back about as
-// fast as the target works it off instead of all at once.
+// hold time / slots), so a slow target's backlog comes back about as fast
+// as the target works it off instead of all at once.
 func (l *limiter) deferUntil(key string, now time.Time, min time.Duration) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
