@@ -15,9 +15,11 @@ import (
 // Later attempts of the schedule are durable jobs that publish the delivery
 // again with the next attempt number; a replay publishes it again too.
 //
-// Keys: a delivery and its attempts have the key "<workspace>:<targetId>",
-// so one target's deliveries are handled in order and a slow target holds
-// only its own key (Spec.Concurrency).
+// Keys: a delivery and its attempts have the key
+// "<workspace>:<targetId>/<messageId>", so one message's attempts to one
+// target are handled in order and one target's messages concurrently; the
+// delivery stage bounds the calls per target and defers the rest, so a slow
+// target holds neither a partition nor the others' calls.
 const (
 	// TopicWebhookDeliveries carries one envelope per (event, target) to
 	// deliver or deliver again.
