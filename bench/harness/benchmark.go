@@ -55,6 +55,12 @@ type Benchmark struct {
 	// in that window (e.g. messages delivered end to end). Request is still
 	// sent once as the probe.
 	Work func(ctx context.Context, s *System, w load.Window) (ops float64, err error)
+	// Custom, when set, runs after the pairs and open-loop runs (often
+	// instead of them: no Baselines, no OpenLoop): it measures the system
+	// its own way, e.g. in several phases against receivers in this
+	// process, and records its phases and checks through c. Request is
+	// still sent once as the probe.
+	Custom func(ctx context.Context, s *System, c *CustomRun) error
 	// Request builds the system's closed-loop request once; it is reused
 	// across every run of the benchmark.
 	Request func(s *System) *load.Request
@@ -147,8 +153,8 @@ func (b *Benchmark) validate() error {
 		return fmt.Errorf("benchmark %s: a self test needs a baseline", b.Name)
 	case !b.SelfTest && b.Request == nil:
 		return fmt.Errorf("benchmark %s: no Request", b.Name)
-	case len(b.Baselines) == 0 && len(b.OpenLoop) == 0:
-		return fmt.Errorf("benchmark %s: neither baselines nor open-loop rates", b.Name)
+	case len(b.Baselines) == 0 && len(b.OpenLoop) == 0 && b.Custom == nil:
+		return fmt.Errorf("benchmark %s: neither baselines, open-loop rates nor a custom run", b.Name)
 	}
 	for _, o := range b.OpenLoop {
 		if o.Rate <= 0 {

@@ -36,6 +36,8 @@ type Report struct {
 	Median Medians `json:"median"`
 
 	OpenLoop []OpenLoopRun `json:"openLoop,omitempty"`
+	// Phases are a custom benchmark's measured phases (Benchmark.Custom).
+	Phases []Phase `json:"phases,omitempty"`
 
 	Checks  []Check `json:"checks"`
 	Pass    bool    `json:"pass"`
@@ -188,6 +190,9 @@ func (r *Report) Summary() string {
 		if o.RSSMaxMB > 0 {
 			fmt.Fprintf(&b, ", rss %.0f MB (+%.0f)", o.RSSMaxMB, o.RSSAddedMB)
 		}
+	}
+	for _, p := range r.Phases {
+		fmt.Fprintf(&b, " | %s: %s", p.Name, p.Note)
 	}
 	for _, c := range r.Checks {
 		if !c.Pass {

@@ -196,6 +196,11 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 	}
+	if b.Custom != nil && !b.SelfTest {
+		if err := r.custom(ctx); err != nil {
+			return err
+		}
+	}
 	r.evaluate()
 	return nil
 }

@@ -30,6 +30,10 @@ type System struct {
 	Server      *Process
 	Broker      *Process
 	ServerProcs int // GOMAXPROCS of the server
+	// extraEnv is StartSystem's extraEnv: the admin CLI runs with it too
+	// (e.g. SENDSTREAM_WEBHOOK_ALLOW_PRIVATE, which the webhook-endpoint
+	// commands check URLs against).
+	extraEnv []string
 }
 
 // Build compiles the sendstream binary to <root>/bin/sendstream.
@@ -72,9 +76,9 @@ func StartBroker(ctx context.Context, bin, dir string) (*Process, string, error)
 // StartSystem starts a fresh broker and `sendstream serve` (GOMAXPROCS=procs)
 // against the local stack, waits for /readyz, and creates the bench
 // workspace (enterprise plan, rate multiplier 1,000,000) with the admin CLI.
-// extraEnv is added to the server's environment.
+// extraEnv is added to the server's environment and to the admin CLI's.
 func StartSystem(ctx context.Context, root, bin, dir string, stack StackEnv, procs int, extraEnv ...string) (*System, error) {
-	s := &System{Root: root, Bin: bin, Dir: dir, Stack: stack, ServerProcs: procs}
+	s := &System{Root: root, Bin: bin, Dir: dir, Stack: stack, ServerProcs: procs, extraEnv: extraEnv}
 	var err error
 	if s.Broker, s.BrokerAddr, err = StartBroker(ctx, bin, dir); err != nil {
 		return nil, err
@@ -126,12 +130,12 @@ func (s *System) env(extra ...string) []string {
 	}, extra...)...)
 }
 
-// Admin runs `sendstream admin args…` against the same stores as the server
-// and decodes its JSON answer into out (when out is non-nil).
+// Admin runs `sendstream admin args…` against the same stores and with the
+// same extra environment as the server and decodes its JSON answer into out (when out is non-nil).
 func (s *System) Admin(ctx context.Context, out any, args ...string) error {
 	cmd := exec.CommandContext(ctx, s.Bin, append([]string{"admin"}, args...)...)
 	cmd.Dir = s.Root
-	cmd.Env = s.env()
+	cmd.Env = s.env(s.extraEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
