@@ -15,6 +15,40 @@ var webhookHeaders = []any{
 	whHeader("X-Signature-256", false, "Legacy signature: `sha256=` followed by the lower-case hex HMAC-SHA256 of the raw body with the same key (the current secret only). Sent when the endpoint has a secret."),
 }
 
+// webhookResponses are what a receiver's answers mean (spec 6), the same
+// for every event type.
+var webhookResponses = map[string]any{
+	"2XX":     map[string]any{"description": "Received: any 2xx answered within 10 seconds, with a body of at most 64 KiB (the body is not used; send none), ends the delivery of this message to this target."},
+	"410":     map[string]any{"description": "Gone: a REST hook is deleted; a dashboard endpoint is disabled (`admin webhook-endpoint enable` turns it on again). Nothing more is sent to it, and this message is not retried."},
+	"429":     map[string]any{"description": "Too many requests: the message is sent again later without counting an attempt. A `Retry-After` (seconds or an HTTP date) is honoured, kept between the schedule's next wait and 10 hours; without one the schedule's next wait applies."},
+	"default": map[string]any{"description": "Any other status (3xx included: redirects are not followed), no answer within 10 seconds, a connection or TLS error, or an answer body over 64 KiB is a failed attempt, retried on the schedule: three attempts 1 s then 2 s apart, then after 5 min, 30 min, 2 h, 5 h, 8 h, 8 h and 10 h (ten attempts over about 34 hours), then dropped. A dashboard endpoint whose failures began more than 12 hours before a failed attempt is disabled; REST hooks never are. Every attempt is in the delivery log (`admin webhook deliveries`), and `admin webhook replay` sends logged messages again with the same id."},
+}
+
+// deliveryNotes says, for every event type, who receives it and what the
+// spec leaves open: members, order, repeats.
+func deliveryNotes(name string) string {
+	return "Delivered to REST hooks subscribed to " + name + " and to enabled dashboard endpoints listing it, as a POST with `Content-Type: application/json` and `User-Agent: Sendstream-Webhooks/1.0`; dashboard endpoints' deliveries are signed (Standard Webhooks headers and `X-Signature-256`), REST hooks' are not. " +
+		"`data` carries the members listed here, no others; ignore members you do not know, as new ones may be added without a new event type. " +
+		"Delivery is at least once (deduplicate on `id`) and not ordered: a retried message arrives after later ones and messages to one target may be sent concurrently, so order by `timestamp`."
+}
+
+// notEmitted marks the catalogue's event types that no envelope type maps
+// to yet (the Webhook* constants without a producer): subscribable, never
+// delivered by this version. It is "" once a producer maps the name.
+func notEmitted(name string) string {
+	if name != WebhookContactUnsubscribed && name != WebhookGoalRecorded && name != WebhookTransactionalFailed {
+		return ""
+	}
+	for _, m := range []map[string]string{ContactWebhookEvents, EventWebhookEvents, TransactionalWebhookEvents} {
+		for _, n := range m {
+			if n == name {
+				return ""
+			}
+		}
+	}
+	return "\n\n**Not emitted yet.** This version accepts subscriptions to " + name + " but nothing publishes it yet; it will be delivered, with this payload, once a producer does."
+}
+
 func whHeader(name string, required bool, desc string) map[string]any {
 	return map[string]any{"name": name, "in": "header", "required": required, "description": desc,
 		"schema": map[string]any{"type": "string"}}
@@ -34,10 +68,10 @@ func webhooksSection() (map[string]any, error) {
 			"type":     "object",
 			"required": []any{"id", "event", "timestamp", "teamId", "data"},
 			"properties": map[string]any{
-				"id":        map[string]any{"type": "string", "description": "Message id; the same across retries and replays (also the webhook-id header)."},
+				"id":        map[string]any{"type": "string", "description": "Message id: the id of the event behind the delivery, the same on every attempt and on a replay (and in the `webhook-id` header when the endpoint signs). Delivery is at least once: deduplicate on it."},
 				"event":     map[string]any{"type": "string", "const": e.Name},
-				"timestamp": map[string]any{"type": "string", "format": "date-time", "description": "When the delivery message was created (ISO 8601, UTC)."},
-				"teamId":    map[string]any{"type": "string", "description": "The workspace."},
+				"timestamp": map[string]any{"type": "string", "format": "date-time", "description": "When the event happened (ISO 8601, UTC, milliseconds), the same on every attempt and on a replay; not the time of this attempt (that is `webhook-timestamp`)."},
+				"teamId":    map[string]any{"type": "string", "description": "The workspace the event belongs to."},
 				"data":      data,
 			},
 		}
@@ -45,13 +79,11 @@ func webhooksSection() (map[string]any, error) {
 			"operationId": "webhook_" + e.Name,
 			"tags":        []any{"Webhooks"},
 			"summary":     e.Name,
-			"description": e.Description + "\n\nDelivered to REST hooks subscribed to " + e.Name + " and to dashboard endpoints listing it, with `Content-Type: application/json` and a `User-Agent` naming Sendstream.",
+			"description": e.Description + notEmitted(e.Name) + "\n\n" + deliveryNotes(e.Name),
 			"parameters":  webhookHeaders,
 			"requestBody": map[string]any{"required": true, "content": map[string]any{
 				"application/json": map[string]any{"schema": body}}},
-			"responses": map[string]any{
-				"2XX": map[string]any{"description": "Received. Any 2xx answered within 10 seconds ends the delivery; redirects are not followed. 410 Gone deletes a REST hook and retires a dashboard endpoint; 429 reschedules the delivery without counting an attempt; any other answer, a time-out or a connection error is retried: three attempts 1 s then 2 s apart, then after 5 min, 30 min, 2 h, 5 h, 8 h, 8 h and 10 h (ten attempts over about 34 hours)."},
-			},
+			"responses": webhookResponses,
 		}}
 	}
 	return out, nil
