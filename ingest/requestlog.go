@@ -20,7 +20,7 @@ import (
 func (s *Server) finish(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, res Result, p Principal, reqID string, start time.Time, reqCompact bool) {
 	body := encodeBody(res)
 	status := res.Status
-	logged := rt.Logged && p.Workspace != ""
+	logged := rt.Logged && p.Workspace != "" && !res.Unauthenticated
 	if logged && reqID == "" {
 		reqID = schemas.NewID()
 	}

@@ -87,6 +87,11 @@ type Result struct {
 	// fails, the 503 says the events will still be delivered (by the
 	// relay, under the same ids) rather than that they may be missing.
 	Outboxed bool
+	// Unauthenticated says the call failed a credential the handler checks
+	// itself (the journey trigger's X-Trigger-Key): like a 401 of the
+	// server's own authentication, it is not recorded in the request log
+	// (spec 5.1 rule 6).
+	Unauthenticated bool
 	// Published, when set, is called once every envelope of Publish was
 	// acknowledged by the broker, before the answer is written (contacts
 	// delete their outbox rows with it). Not called when publishing failed.

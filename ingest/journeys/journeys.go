@@ -1,0 +1,204 @@
+// Package journeys is the synchronous edge of journeys (issue 26, spec
+// 3.3, 4.8, 7.2): POST /api/public/journeys/trigger, which starts a
+// contact on an active API Event journey, and the `admin journey …`
+// commands that create and change journeys from JSON files (DESIGN.md).
+// Journeys and executions live in Postgres through package sinks/journeys;
+// the definition grammar is schemas.ParseJourney.
+//
+// A trigger creates the execution and writes its announcement
+// (journey_execution.started.v1 on the journeys topic) into the contacts
+// outbox in one transaction (contacts.Store.InOutbox), publishes it before
+// answering, and deletes the outbox row after the broker's ack; a crash or
+// a failed publish leaves the row to the contacts relay. What executes the
+// steps (the engine) is not built yet.
+package journeys
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"sendstream/ingest"
+	"sendstream/ingest/contacts"
+	"sendstream/schemas"
+	"sendstream/sinks/journeys"
+)
+
+// LimitTrigger is the trigger endpoint's rate limit per workspace per
+// minute (spec 4.1, 8.1).
+const LimitTrigger = 120
+
+// HeaderTriggerKey carries the journey's trigger key (spec 5.2).
+const HeaderTriggerKey = "X-Trigger-Key"
+
+// Error codes of the trigger endpoint beside the server's.
+const (
+	CodeValidation        = "validation_error"
+	CodeWorkspaceMismatch = "workspace_mismatch"
+	CodeContactNotFound   = "contact_not_found"
+	CodeReentry           = "reentry_forbidden"
+	CodeJourneyNotActive  = "journey_not_active"
+	CodeNotAPIEvent       = "not_api_event_journey"
+	CodeContactNotActive  = "contact_not_active"
+)
+
+// Outbox writes a change and its announcements in one transaction and is
+// told when they were published: contacts.Store is the one outbox.
+type Outbox interface {
+	InOutbox(ctx context.Context, write func(pgx.Tx) error, announce func() []ingest.Message) ([]ingest.Message, []int64, error)
+	Published(ids ...int64)
+}
+
+var _ Outbox = (*contacts.Store)(nil)
+
+// Deps are what the trigger endpoint needs.
+type Deps struct {
+	// Store keeps journeys and executions; required.
+	Store *journeys.Store
+	// Outbox is the contacts store whose outbox and relay carry the
+	// started announcements; required.
+	Outbox Outbox
+}
+
+// Routes returns the trigger endpoint for the ingest server. Body cap (64
+// KB), API key authentication (any scopes), suspension (403) and the rate
+// limit (429) are the server's; the handler checks the trigger key.
+func Routes(d Deps) []ingest.Route {
+	if d.Store == nil || d.Outbox == nil {
+		panic("journeys: Deps.Store and Deps.Outbox are required")
+	}
+	h := &handlers{store: d.Store, outbox: d.Outbox}
+	return []ingest.Route{
+		{Method: "POST", Path: "/api/public/journeys/trigger", Credential: ingest.CredKey, Limit: LimitTrigger,
+			Logged: true, Handle: h.trigger},
+	}
+}
+
+type handlers struct {
+	store  *journeys.Store
+	outbox Outbox
+}
+
+// triggerInput is the body of a trigger call (spec 4.8).
+type triggerInput struct {
+	Email string
+	Data  json.RawMessage // a JSON object, or nil
+}
+
+// parseTrigger validates the body: email required (a valid address), data
+// an object when present; other members are ignored.
+func parseTrigger(body []byte) (triggerInput, []string, string) {
+	var in triggerInput
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+		return in, nil, "The body must be a JSON object with email and optional data"
+	}
+	var fields, msgs []string
+	raw, ok := obj["email"]
+	var s string
+	switch {
+	case !ok || string(raw) == "null":
+		fields, msgs = append(fields, "email"), append(msgs, "email is required")
+	case json.Unmarshal(raw, &s) != nil:
+		fields, msgs = append(fields, "email"), append(msgs, "email must be a string")
+	default:
+		e, err := schemas.NormalizeEmail(s)
+		if err != nil {
+			fields, msgs = append(fields, "email"), append(msgs, "email must be a valid email address")
+		}
+		in.Email = e
+	}
+	if raw, ok := obj["data"]; ok && string(raw) != "null" {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil || m == nil {
+			fields, msgs = append(fields, "data"), append(msgs, "data must be an object")
+		} else {
+			in.Data = raw
+		}
+	}
+	if len(msgs) > 0 {
+		return in, fields, "Invalid input: " + strings.Join(msgs, "; ")
+	}
+	return in, nil, ""
+}
+
+// triggered is the answer of a successful trigger.
+type triggered struct {
+	Success     bool   `json:"success"`
+	ExecutionID string `json:"executionId"`
+	JourneyID   string `json:"journeyId"`
+	ContactID   string `json:"contactId"`
+}
+
+// trigger is POST /api/public/journeys/trigger.
+func (h *handlers) trigger(c *ingest.Call) ingest.Result {
+	key := strings.TrimSpace(c.Header(HeaderTriggerKey))
+	if key == "" {
+		return unauthorized("Missing trigger key: send the header X-Trigger-Key: <TRIGGER_KEY> from the journey's API Event trigger")
+	}
+	j, err := h.store.ByTriggerKey(c.Ctx, key)
+	switch {
+	case errors.Is(err, journeys.ErrNotFound):
+		return unauthorized("Invalid trigger key")
+	case err != nil:
+		return unavailable()
+	case j.Workspace != c.Principal.Workspace:
+		return ingest.Fail(403, CodeWorkspaceMismatch, "The API key and the trigger key belong to different workspaces")
+	}
+	in, fields, msg := parseTrigger(c.Body)
+	if msg != "" {
+		return ingest.Fail(400, CodeValidation, msg, fields...)
+	}
+	var exec journeys.Execution
+	write := func(tx pgx.Tx) (err error) {
+		exec, err = h.store.Start(c.Ctx, tx, journeys.StartInput{
+			Workspace: j.Workspace, JourneyID: j.ID, Trigger: schemas.TriggerAPIEvent, Email: in.Email,
+			ExecutionID: schemas.NewID(), Data: in.Data,
+		})
+		return err
+	}
+	announce := func() []ingest.Message {
+		return []ingest.Message{{Topic: schemas.TopicJourneys, Env: journeys.StartedEnvelope(exec, c.RequestID)}}
+	}
+	msgs, ids, err := h.outbox.InOutbox(c.Ctx, write, announce)
+	if err != nil {
+		return refused(err)
+	}
+	res := ingest.OK(200, triggered{Success: true, ExecutionID: exec.ID, JourneyID: j.ID, ContactID: exec.ContactID})
+	res.Publish, res.Stored, res.Outboxed = msgs, true, true
+	res.Published = func() { h.outbox.Published(ids...) }
+	res.Produced = schemas.Produced{JourneyRunIDs: []string{exec.ID}, ContactIDs: []string{exec.ContactID}, Recipient: exec.Email}
+	return res
+}
+
+// refused maps a refused start to its answer (spec 7.2).
+func refused(err error) ingest.Result {
+	switch {
+	case errors.Is(err, journeys.ErrContactNotFound):
+		return ingest.Fail(404, CodeContactNotFound, "No contact with that email in this workspace; the trigger never creates contacts")
+	case errors.Is(err, journeys.ErrReentry):
+		return ingest.Fail(409, CodeReentry, "The journey's reentry setting does not let this contact start it again")
+	case errors.Is(err, journeys.ErrNotActive):
+		return ingest.Fail(422, CodeJourneyNotActive, "The journey is not active")
+	case errors.Is(err, journeys.ErrWrongTrigger):
+		return ingest.Fail(422, CodeNotAPIEvent, "The journey does not start with an API Event trigger")
+	case errors.Is(err, journeys.ErrContactNotActive):
+		return ingest.Fail(422, CodeContactNotActive, "The contact is not ACTIVE; only active contacts start journeys")
+	case errors.Is(err, journeys.ErrNotFound):
+		return unauthorized("Invalid trigger key")
+	}
+	return unavailable()
+}
+
+func unauthorized(msg string) ingest.Result {
+	r := ingest.Fail(401, "unauthorized", msg)
+	r.Unauthenticated = true
+	return r
+}
+
+func unavailable() ingest.Result {
+	return ingest.Fail(503, "unavailable", "The service is temporarily unavailable; no journey was started, retry later")
+}
