@@ -29,7 +29,9 @@ func admin(t *testing.T, _ *pgxpool.Pool, args ...string) (map[string]any, error
 	t.Helper()
 	url := stack.ForTest(t).PostgresURL
 	env := admincli.NewEnv(func(ctx context.Context) (*pgxpool.Pool, error) { return pgxpool.New(ctx, url) },
-		func(context.Context) (driver.Conn, error) { return nil, errors.New("journey commands never need ClickHouse") })
+		func(context.Context) (driver.Conn, error) {
+			return nil, errors.New("journey commands never need ClickHouse")
+		})
 	var out, errOut bytes.Buffer
 	if err := admincli.Run(context.Background(), journeys.AdminCommands(), env, args, &out, &errOut); err != nil {
 		if out.Len() != 0 {
