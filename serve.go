@@ -162,7 +162,8 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 		return fmt.Errorf("create topics: %w", err)
 	}
 
-	res := pipeline.Resources{Postgres: pg, ClickHouse: ch, Publisher: prod, Logger: log, Settings: stageSettings(cfg)}
+	res := pipeline.Resources{Postgres: pg, ClickHouse: ch, Publisher: prod, Logger: log, Settings: stageSettings(cfg),
+		Mailer: stageMailer(cfg, pg)}
 	var wg sync.WaitGroup
 	errs := make(chan error, 3) // HTTP, metrics listener, pipeline
 	runCtx, cancel := context.WithCancel(ctx)

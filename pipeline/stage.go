@@ -73,6 +73,9 @@ type Resources struct {
 	Publisher  Publisher
 	Logger     *slog.Logger
 	Settings   map[string]string // stage-specific settings from the environment, by name
+	// Mailer sends email through the transactional path (the journey
+	// engine's send_email steps); nil when the root wiring gave none.
+	Mailer Mailer
 }
 
 // Spec declares a stage: its unique name (the consumer group derives from it),

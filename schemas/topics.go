@@ -18,5 +18,5 @@ const (
 var AllTopics = []string{
 	TopicRequestLog, TopicEvents, TopicPageViews, TopicContacts, TopicOptIn,
 	TopicTransactional, TopicMessageStatus, TopicWebhooks, TopicWebhookDeliveries,
-	TopicWebhookAttempts, TopicJourneys, TopicDeadLetter,
+	TopicWebhookAttempts, TopicJourneys, TopicJourneySteps, TopicDeadLetter,
 }

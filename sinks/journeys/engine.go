@@ -1,0 +1,175 @@
+package journeys
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The execution engine's reads and writes (stages/journeys; migration
+// 0061). The engine runs one step per transaction: LockRun locks the
+// execution, the step's effects and its timer are written in the same
+// transaction as RecordStep and Move, so a crash at any point either keeps
+// the step to run again or has it recorded as finished, never half.
+
+var (
+	//go:embed sql/engine_lock.sql
+	sqlEngineLock string
+	//go:embed sql/engine_move.sql
+	sqlEngineMove string
+	//go:embed sql/engine_step_insert.sql
+	sqlEngineStepInsert string
+	//go:embed sql/engine_steps_by_cause.sql
+	sqlEngineStepsByCause string
+	//go:embed sql/engine_contact.sql
+	sqlEngineContact string
+	//go:embed sql/engine_in_list.sql
+	sqlEngineInList string
+)
+
+// Run is an execution as the engine sees it while it holds its row lock.
+type Run struct {
+	ID            string
+	Workspace     string
+	JourneyID     string
+	Version       int
+	ContactID     string
+	Email         string
+	State         string
+	Position      string
+	Trigger       string
+	Data          json.RawMessage
+	StartedAt     time.Time
+	NextWakeAt    *time.Time // when its wait ends; nil when it waits for nothing
+	JourneyStatus string
+}
+
+// LockRun reads execution id within tx and locks it until tx ends, so one
+// step of an execution runs at a time across processes. ErrNotFound when
+// there is no such execution.
+func (s *Store) LockRun(ctx context.Context, tx pgx.Tx, id string) (Run, error) {
+	r := Run{ID: id}
+	var data []byte
+	err := tx.QueryRow(ctx, sqlEngineLock, id).Scan(&r.Workspace, &r.JourneyID, &r.Version, &r.ContactID, &r.Email,
+		&r.State, &r.Position, &r.Trigger, &data, &r.StartedAt, &r.NextWakeAt, &r.JourneyStatus)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, ErrNotFound
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("lock execution %s: %w", id, err)
+	}
+	r.Data = data
+	if r.NextWakeAt != nil {
+		t := r.NextWakeAt.UTC()
+		r.NextWakeAt = &t
+	}
+	return r, nil
+}
+
+// Move sets active execution id's position to pos, waiting until wakeAt
+// (nil: not waiting), within tx.
+func (s *Store) Move(ctx context.Context, tx pgx.Tx, id, pos string, wakeAt *time.Time) error {
+	if _, err := tx.Exec(ctx, sqlEngineMove, id, pos, wakeAt, s.now().UTC()); err != nil {
+		return fmt.Errorf("move execution %s to %s: %w", id, pos, err)
+	}
+	return nil
+}
+
+// StepRun is one step an execution finished.
+type StepRun struct {
+	ExecutionID string
+	Address     string
+	StepType    string
+	Outcome     string // a schemas.StepOutcome…
+	MessageID   string
+	Detail      string
+	Final       string // the execution's final state when the step ended it
+	CauseID     string // the envelope whose handling ran it
+	DoneAt      time.Time
+	// Read back by StepsCausedBy.
+	Workspace, JourneyID, ContactID string
+	Version                         int
+}
+
+// RecordStep records r within tx; ok is false when the step was recorded
+// before (it ran already: the caller must not repeat its effects).
+func (s *Store) RecordStep(ctx context.Context, tx pgx.Tx, r StepRun) (ok bool, err error) {
+	tag, err := tx.Exec(ctx, sqlEngineStepInsert, r.ExecutionID, r.Address, r.StepType, r.Outcome, nullable(r.MessageID),
+		nullable(r.Detail), nullable(r.Final), r.CauseID, r.DoneAt)
+	if err != nil {
+		return false, fmt.Errorf("record step %s of execution %s: %w", r.Address, r.ExecutionID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// StepsCausedBy returns the steps the handling of envelope causeID ran,
+// in order (a redelivered envelope returns their outputs again).
+func (s *Store) StepsCausedBy(ctx context.Context, causeID string) ([]StepRun, error) {
+	rows, err := s.pg.Query(ctx, sqlEngineStepsByCause, causeID)
+	if err != nil {
+		return nil, fmt.Errorf("steps run by %s: %w", causeID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StepRun, error) {
+		r := StepRun{CauseID: causeID}
+		err := row.Scan(&r.ExecutionID, &r.Address, &r.StepType, &r.Outcome, &r.MessageID, &r.Detail, &r.Final, &r.DoneAt,
+			&r.Workspace, &r.JourneyID, &r.Version, &r.ContactID)
+		r.DoneAt = r.DoneAt.UTC()
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("steps run by %s: %w", causeID, err)
+	}
+	return out, nil
+}
+
+// Facts are what branch conditions read of a contact.
+type Facts struct {
+	Fields         map[string]string // email, firstName, country, language, status, source
+	CustomFields   map[string]any
+	LifetimeValue  float64
+	PurchaseCount  int64
+	LastPurchaseAt *time.Time
+}
+
+// Querier runs queries: a pool or a transaction.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ContactFacts reads contact id's fields, custom fields and goal totals
+// (ErrContactNotFound when it is gone).
+func (s *Store) ContactFacts(ctx context.Context, q Querier, id string) (Facts, error) {
+	var email, first, country, lang, status, source string
+	var custom []byte
+	f := Facts{}
+	err := q.QueryRow(ctx, sqlEngineContact, id).Scan(&email, &first, &country, &lang, &status, &source, &custom,
+		&f.LifetimeValue, &f.PurchaseCount, &f.LastPurchaseAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Facts{}, ErrContactNotFound
+	}
+	if err != nil {
+		return Facts{}, fmt.Errorf("contact %s: %w", id, err)
+	}
+	f.Fields = map[string]string{"email": email, "firstName": first, "country": country, "language": lang,
+		"status": status, "source": source}
+	if len(custom) > 0 {
+		if err := json.Unmarshal(custom, &f.CustomFields); err != nil {
+			return Facts{}, fmt.Errorf("contact %s: custom fields: %w", id, err)
+		}
+	}
+	return f, nil
+}
+
+// InList reports whether contact id has an ACTIVE membership of list.
+func (s *Store) InList(ctx context.Context, q Querier, id, list string) (bool, error) {
+	var in bool
+	if err := q.QueryRow(ctx, sqlEngineInList, id, list).Scan(&in); err != nil {
+		return false, fmt.Errorf("membership of %s in %s: %w", id, list, err)
+	}
+	return in, nil
+}

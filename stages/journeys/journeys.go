@@ -1,0 +1,449 @@
+// Package journeys is the journey execution engine (issue 26 item 4): the
+// stage that runs executions. It reads schemas.TopicJourneys: the started
+// announcement of an execution (journey_execution.started.v1, from the
+// trigger endpoint or matching) and its own wake-ups
+// (journey_execution.wake.v1, published by durable timers, sinks/timers).
+// For either it runs the execution's steps from its position until a wait
+// or the end:
+//
+//   - delay and wait_until store when the wait ends (next_wake_at) and a
+//     timer that publishes the wake-up then, in one transaction;
+//   - branch evaluates its condition (conditions.go) and enters an arm;
+//   - send_email goes through the transactional path (pipeline.Mailer,
+//     ingest/transactional's, passed in by the root wiring) with the
+//     idempotency key schemas.JourneySendExternalID(execution, step): a
+//     step run again after a crash claims the same message, which the
+//     delivery stage sends once; suppression is decided when the step
+//     runs, so a contact who unsubscribed, bounced or complained while
+//     waiting gets no later marketing email;
+//   - exit ends the execution; running out of steps completes it.
+//
+// Exactly once: each step runs in its own transaction holding the
+// execution's row lock; the step's record (journey_step_runs, unique per
+// execution and step), the position change and the timer commit together.
+// A redelivered envelope finds the steps it ran and returns their outputs
+// again (the runner may have died before publishing them): their step-done
+// envelopes, and the transactional send envelope of a message still
+// queued.
+//
+// A paused journey holds its executions: they look again every
+// HoldRecheck and go on once it is active. Archiving cancels them (the
+// store does it); the engine then finds them not active and stops.
+//
+// Not run yet: wait_for_event waits its timeout and takes the onTimeout
+// arm (the event is not watched); update_contact, add_to_list and
+// remove_from_list are recorded as skipped, since the contacts store and
+// its outbox live in ingest (see the README).
+package journeys
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"sendstream/pipeline"
+	"sendstream/schemas"
+	"sendstream/sinks/journeys"
+	"sendstream/sinks/timers"
+)
+
+// Name is the stage's registered name.
+const Name = "journeys"
+
+// DefaultHoldRecheck is how often an execution of a paused journey looks
+// whether the journey is active again.
+const DefaultHoldRecheck = time.Minute
+
+func init() {
+	pipeline.Register(pipeline.Spec[struct{}]{
+		Name:     Name,
+		Consumes: schemas.TopicJourneys,
+		Produces: []string{schemas.TopicJourneySteps, schemas.TopicTransactional},
+		Route:    Route,
+		// Executions of different contacts run at once; one contact's in
+		// order (the envelopes' key is the workspace and contact).
+		Concurrency: 64,
+		New: func(ctx context.Context, r pipeline.Resources, _ struct{}) (pipeline.Stage, error) {
+			if r.Postgres == nil || r.Publisher == nil {
+				return nil, fmt.Errorf("%s: needs Postgres and a Publisher (timers)", Name)
+			}
+			t, err := timers.Shared(ctx, r.Postgres, r.Publisher, timers.Config{Logger: r.Logger})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", Name, err)
+			}
+			return New(Options{Store: journeys.NewStore(r.Postgres, nil), Postgres: r.Postgres, Timers: t,
+				Mailer: r.Mailer, Logger: r.Logger, release: timers.Release}), nil
+		},
+	})
+}
+
+// Route sends transactional send envelopes to the transactional topic and
+// the rest (step-done envelopes) to the journey steps topic.
+func Route(out schemas.Envelope) string {
+	if out.Type == schemas.TypeTransactionalSend {
+		return schemas.TopicTransactional
+	}
+	return schemas.TopicJourneySteps
+}
+
+// Scheduler stores a timer that publishes env to topic at at, within tx
+// (sinks/timers.Timers).
+type Scheduler interface {
+	Schedule(ctx context.Context, tx pgx.Tx, topic string, env schemas.Envelope, at time.Time) error
+}
+
+// Options are what the stage runs on.
+type Options struct {
+	Store    *journeys.Store
+	Postgres *pgxpool.Pool
+	Timers   Scheduler
+	// Mailer sends send_email steps; nil fails them (retried until the
+	// process has one).
+	Mailer      pipeline.Mailer
+	Now         func() time.Time // nil: time.Now
+	HoldRecheck time.Duration    // 0: DefaultHoldRecheck
+	Logger      *slog.Logger
+	release     func() error // gives back shared timers on Close
+}
+
+// Stage runs journey executions. Handle is safe for concurrent use.
+type Stage struct {
+	o        Options
+	mu       sync.Mutex
+	versions map[versionKey]*schemas.JourneyDefinition // immutable, so cached
+}
+
+type versionKey struct {
+	journey string
+	version int
+}
+
+var (
+	_ pipeline.Stage  = (*Stage)(nil)
+	_ pipeline.Closer = (*Stage)(nil)
+)
+
+// New returns the stage over o.
+func New(o Options) *Stage {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.HoldRecheck <= 0 {
+		o.HoldRecheck = DefaultHoldRecheck
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Stage{o: o, versions: map[versionKey]*schemas.JourneyDefinition{}}
+}
+
+// Close gives back the process's shared timers.
+func (s *Stage) Close() error {
+	if s.o.release != nil {
+		return s.o.release()
+	}
+	return nil
+}
+
+// Handle runs the execution env names (see the package comment). It
+// returns the outputs of the steps env ran before (a redelivery) and of
+// the steps it runs now.
+func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	var execID string
+	var wake *schemas.JourneyWake
+	switch env.Type {
+	case schemas.TypeJourneyExecutionStarted:
+		var p schemas.JourneyExecutionStarted
+		if err := json.Unmarshal(env.Payload, &p); err != nil || p.ExecutionID == "" {
+			return nil, pipeline.Permanent(fmt.Errorf("journey started %s: bad payload: %v", env.ID, err))
+		}
+		execID = p.ExecutionID
+	case schemas.TypeJourneyWake:
+		var p schemas.JourneyWake
+		if err := json.Unmarshal(env.Payload, &p); err != nil || p.ExecutionID == "" {
+			return nil, pipeline.Permanent(fmt.Errorf("journey wake %s: bad payload: %v", env.ID, err))
+		}
+		execID, wake = p.ExecutionID, &p
+	default:
+		return nil, nil // not the engine's
+	}
+	out, err := s.replay(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		res, more, err := s.step(ctx, env, execID, wake)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res...)
+		if !more {
+			return out, nil
+		}
+	}
+}
+
+// definition returns version v of journey id.
+func (s *Stage) definition(ctx context.Context, id string, v int) (*schemas.JourneyDefinition, error) {
+	k := versionKey{id, v}
+	s.mu.Lock()
+	d := s.versions[k]
+	s.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
+	def, err := s.o.Store.Version(ctx, id, v)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.versions) > 10000 {
+		clear(s.versions)
+	}
+	s.versions[k] = &def
+	s.mu.Unlock()
+	return &def, nil
+}
+
+// stepResult is what one step decided, to be committed.
+type stepResult struct {
+	outcome, messageID, detail string
+	arm                        string // branch or wait_for_event: the arm to enter; "" for Next
+	exit                       bool
+	publish                    []schemas.Envelope
+}
+
+// step runs the step the execution is at, in one transaction. more reports
+// that the next step may run at once.
+func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, wake *schemas.JourneyWake) (out []schemas.Envelope, more bool, err error) {
+	err = pgx.BeginFunc(ctx, s.o.Postgres, func(tx pgx.Tx) error {
+		out, more = nil, false
+		run, err := s.o.Store.LockRun(ctx, tx, execID)
+		if errors.Is(err, journeys.ErrNotFound) {
+			return nil // gone with its contact or journey
+		}
+		if err != nil {
+			return err
+		}
+		if run.State != journeys.StateActive || run.JourneyStatus == schemas.JourneyArchived {
+			return nil
+		}
+		now := s.o.Now().UTC()
+		if run.JourneyStatus != schemas.JourneyActive { // paused: hold, look again later
+			return s.schedule(ctx, tx, env, run, schemas.ChildID(env.ID, schemas.TypeJourneyWake, 1), now.Add(s.o.HoldRecheck))
+		}
+		def, err := s.definition(ctx, run.JourneyID, run.Version)
+		if err != nil {
+			return err
+		}
+		st, err := def.StepAt(run.Position)
+		if err != nil {
+			return pipeline.Permanent(fmt.Errorf("execution %s: %w", run.ID, err))
+		}
+		var res stepResult
+		switch {
+		case run.NextWakeAt != nil: // waiting at a wait step
+			if wake == nil || wake.Position != run.Position {
+				return nil // not this wait's wake-up
+			}
+			if now.Before(*run.NextWakeAt) { // early (clocks differ): wait again
+				return s.schedule(ctx, tx, env, run, schemas.ChildID(env.ID, schemas.TypeJourneyWake, 2), *run.NextWakeAt)
+			}
+			res = stepResult{outcome: schemas.StepOutcomeDone}
+			if st.Type == schemas.StepWaitForEvent {
+				res.arm = schemas.ArmOnTimeout
+			}
+		case isWait(st.Type):
+			due, err := s.waitEnd(ctx, tx, run, st, now)
+			if err != nil {
+				return err
+			}
+			if err := s.o.Store.Move(ctx, tx, run.ID, run.Position, &due); err != nil {
+				return err
+			}
+			id := schemas.ChildID(run.ID+"/"+run.Position, schemas.TypeJourneyWake, 0)
+			return s.schedule(ctx, tx, env, run, id, due)
+		default:
+			if res, err = s.act(ctx, tx, env, run, def, st, now); err != nil {
+				return err
+			}
+		}
+		out, more, err = s.finishStep(ctx, tx, env, run, def, st, res, now)
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+	}
+	return out, more, nil
+}
+
+// isWait reports whether steps of type t wait for a timer.
+func isWait(t string) bool {
+	return t == schemas.StepDelay || t == schemas.StepWaitUntil || t == schemas.StepWaitForEvent
+}
+
+// schedule stores the wake-up id of run's position due at due, in tx.
+func (s *Stage) schedule(ctx context.Context, tx pgx.Tx, env schemas.Envelope, run journeys.Run, id string, due time.Time) error {
+	w := schemas.JourneyWake{ExecutionID: run.ID, Position: run.Position, DueAt: due.UTC()}
+	wenv := schemas.JourneyWakeEnvelope(id, run.Workspace, run.Workspace+":"+run.ContactID, env.ID, w)
+	wenv.Traceparent = env.Traceparent
+	return s.o.Timers.Schedule(ctx, tx, schemas.TopicJourneys, wenv, due)
+}
+
+// act runs a step that does not wait.
+func (s *Stage) act(ctx context.Context, tx pgx.Tx, env schemas.Envelope, run journeys.Run, def *schemas.JourneyDefinition, st *schemas.JourneyStep, now time.Time) (stepResult, error) {
+	switch st.Type {
+	case schemas.StepBranch:
+		ok, err := (&evaluator{store: s.o.Store, q: tx, run: run, now: now}).eval(ctx, st.If)
+		if err != nil {
+			return stepResult{}, err
+		}
+		if ok {
+			return stepResult{outcome: schemas.StepOutcomeThen, arm: schemas.ArmThen}, nil
+		}
+		return stepResult{outcome: schemas.StepOutcomeElse, arm: schemas.ArmElse}, nil
+	case schemas.StepExit:
+		return stepResult{outcome: schemas.StepOutcomeExited, exit: true}, nil
+	case schemas.StepSendEmail:
+		return s.send(ctx, run, st)
+	default:
+		return stepResult{outcome: schemas.StepOutcomeSkipped, detail: st.Type + " is not run by the engine yet"}, nil
+	}
+}
+
+// send runs a send_email step through the transactional path.
+func (s *Stage) send(ctx context.Context, run journeys.Run, st *schemas.JourneyStep) (stepResult, error) {
+	res, err := s.mail(ctx, run, st, run.Position)
+	if err != nil {
+		return stepResult{}, err
+	}
+	if res.MessageID == "" {
+		return stepResult{outcome: schemas.StepOutcomeSuppressed, detail: res.RefusedCode + ": " + res.Refused}, nil
+	}
+	return stepResult{outcome: schemas.StepOutcomeSent, messageID: res.MessageID, publish: res.Publish}, nil
+}
+
+// mail asks the Mailer to send step st (at addr) of run.
+func (s *Stage) mail(ctx context.Context, run journeys.Run, st *schemas.JourneyStep, addr string) (schemas.MailResult, error) {
+	if s.o.Mailer == nil {
+		return schemas.MailResult{}, pipeline.Unavailable(errors.New("no Mailer in this process: send_email cannot run"))
+	}
+	res, err := s.o.Mailer.SendEmail(ctx, schemas.MailRequest{Workspace: run.Workspace, To: run.Email,
+		TemplateID: st.TemplateID, SendPolicy: st.SendPolicy, Subject: st.Subject, Data: run.Data,
+		ExternalID: schemas.JourneySendExternalID(run.ID, addr)})
+	if err != nil {
+		return schemas.MailResult{}, fmt.Errorf("send_email %s: %w", addr, err)
+	}
+	return res, nil
+}
+
+// finishStep records the step, moves the execution on (or ends it) and
+// returns the step's outputs.
+func (s *Stage) finishStep(ctx context.Context, tx pgx.Tx, env schemas.Envelope, run journeys.Run, def *schemas.JourneyDefinition, st *schemas.JourneyStep, res stepResult, now time.Time) ([]schemas.Envelope, bool, error) {
+	var next string
+	var done bool
+	var err error
+	switch {
+	case res.exit:
+		done = true
+	case res.arm != "":
+		next, done, err = def.Enter(run.Position, res.arm)
+	default:
+		next, done, err = def.Next(run.Position)
+	}
+	if err != nil {
+		return nil, false, pipeline.Permanent(err)
+	}
+	final := ""
+	if done {
+		final = journeys.StateCompleted
+		if res.exit {
+			final = journeys.StateExited
+		}
+	}
+	r := journeys.StepRun{ExecutionID: run.ID, Address: run.Position, StepType: st.Type, Outcome: res.outcome,
+		MessageID: res.messageID, Detail: res.detail, Final: final, CauseID: env.ID, DoneAt: now}
+	ok, err := s.o.Store.RecordStep(ctx, tx, r)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok { // recorded by another run that then did not move on: impossible under the row lock
+		return nil, false, fmt.Errorf("step %s of execution %s is recorded but the execution is still at it", run.Position, run.ID)
+	}
+	if done {
+		if _, err := s.o.Store.Finish(ctx, tx, run.Workspace, run.ID, final, nil); err != nil {
+			return nil, false, err
+		}
+	} else if err := s.o.Store.Move(ctx, tx, run.ID, next, nil); err != nil {
+		return nil, false, err
+	}
+	r.Workspace, r.JourneyID, r.Version, r.ContactID = run.Workspace, run.JourneyID, run.Version, run.ContactID
+	out := append(res.publish, stepEnvelope(r))
+	return out, !done, nil
+}
+
+// stepEnvelope is the step-done envelope of r.
+func stepEnvelope(r journeys.StepRun) schemas.Envelope {
+	return schemas.JourneyStepEnvelope(r.Workspace, r.CauseID, schemas.JourneyStepDone{
+		ExecutionID: r.ExecutionID, JourneyID: r.JourneyID, Version: r.Version, ContactID: r.ContactID,
+		Step: r.Address, StepType: r.StepType, Outcome: r.Outcome, MessageID: r.MessageID, Detail: r.Detail,
+		At: r.DoneAt, Final: r.Final})
+}
+
+// replay returns the outputs of the steps env ran before: their step-done
+// envelopes and, for a message still queued, its send envelope again.
+func (s *Stage) replay(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	runs, err := s.o.Store.StepsCausedBy(ctx, env.ID)
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	var out []schemas.Envelope
+	for _, r := range runs {
+		if r.Outcome == schemas.StepOutcomeSent {
+			pub, err := s.resend(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pub...)
+		}
+		out = append(out, stepEnvelope(r))
+	}
+	return out, nil
+}
+
+// resend asks the Mailer again for the message of send step r: the same
+// request, so the same message, whose envelope comes back only while it
+// is still queued.
+func (s *Stage) resend(ctx context.Context, r journeys.StepRun) ([]schemas.Envelope, error) {
+	def, err := s.definition(ctx, r.JourneyID, r.Version)
+	if err != nil {
+		return nil, err
+	}
+	st, err := def.StepAt(r.Address)
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	var run journeys.Run
+	err = pgx.BeginFunc(ctx, s.o.Postgres, func(tx pgx.Tx) error {
+		run, err = s.o.Store.LockRun(ctx, tx, r.ExecutionID)
+		return err
+	})
+	if errors.Is(err, journeys.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.mail(ctx, run, st, r.Address)
+	if err != nil {
+		return nil, err
+	}
+	return res.Publish, nil
+}
