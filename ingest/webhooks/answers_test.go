@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"sendstream/ingest"
 	"sendstream/ingest/ingesttest"
 	"sendstream/ingest/webhooks"
+	"sendstream/schemas"
 	"sendstream/sinks/webhook"
 )
 
@@ -75,6 +77,80 @@ func TestSubscribeWhenDNSFails(t *testing.T) {
 	if eb := decode[ingest.ErrorBody](t, b); st != 503 || eb.Code != "unavailable" {
 		t.Errorf("subscribe while DNS fails: %d %s, want 503 unavailable", st, b)
 	}
+}
+
+// TestEventsListMatchesDocument: GET /v1/webhooks/events over HTTP lists
+// exactly the event types of the OpenAPI document's webhooks section, in
+// the catalogue's order, each with the description and data schema the
+// document gives that operation.
+func TestEventsListMatchesDocument(t *testing.T) {
+	e := start(t)
+	_, key := e.h.NewWorkspace(t, ingesttest.WorkspaceOpts{})
+	st, b := e.h.Do("GET", "/api/v1/webhooks/events", key, nil)
+	if st != 200 {
+		t.Fatalf("%d %s", st, b)
+	}
+	got := decode[struct {
+		Events []struct {
+			Event       string          `json:"event"`
+			Description string          `json:"description"`
+			DataSchema  json.RawMessage `json:"dataSchema"`
+		} `json:"events"`
+	}](t, b)
+	raw, err := schemas.OpenAPI("http://127.0.0.1:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Webhooks map[string]struct {
+			Post struct {
+				Description string `json:"description"`
+				RequestBody struct {
+					Content map[string]struct {
+						Schema struct {
+							Properties struct {
+								Data json.RawMessage `json:"data"`
+							} `json:"properties"`
+						} `json:"schema"`
+					} `json:"content"`
+				} `json:"requestBody"`
+			} `json:"post"`
+		} `json:"webhooks"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Events) != len(doc.Webhooks) {
+		t.Errorf("GET /v1/webhooks/events lists %d types, the document's webhooks section %d", len(got.Events), len(doc.Webhooks))
+	}
+	cat := schemas.WebhookEvents()
+	for i, ev := range got.Events {
+		if i < len(cat) && cat[i].Name != ev.Event {
+			t.Errorf("event %d is %s, the catalogue's is %s", i, ev.Event, cat[i].Name)
+		}
+		op, ok := doc.Webhooks[ev.Event]
+		if !ok {
+			t.Errorf("%s is listed but not in the document's webhooks section", ev.Event)
+			continue
+		}
+		if !strings.HasPrefix(op.Post.Description, ev.Description) {
+			t.Errorf("%s: listed description %q; the document's starts %.80q", ev.Event, ev.Description, op.Post.Description)
+		}
+		if a, b := canonical(t, ev.DataSchema), canonical(t, op.Post.RequestBody.Content["application/json"].Schema.Properties.Data); a != b {
+			t.Errorf("%s: listed data schema %s, the document's %s", ev.Event, a, b)
+		}
+	}
+}
+
+// canonical re-encodes JSON with sorted object keys.
+func canonical(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func trim(b []byte) string {
