@@ -17,6 +17,13 @@ func TestAdminUsage(t *testing.T) {
   apikey delete --workspace W --id K
   custom-field create --workspace W --key K [--type string|number|boolean|date]
   domain add --workspace W --domain example.com [--selector S] [--no-dkim]
+  journey activate --workspace W --id J
+  journey archive --workspace W --id J
+  journey create --workspace W --file J.json
+  journey executions --workspace W --id J [--state S] [--limit N]
+  journey pause --workspace W --id J
+  journey stats --workspace W --id J
+  journey update --workspace W --id J --file J.json
   list create --workspace W --name N [--double-opt-in]
   member create --workspace W --email E --password P --role owner|admin|member
   requests --workspace W [--since RFC3339] [--limit N]

@@ -139,6 +139,12 @@ func biBases(e *biEnv) map[string]func(marker string) baseReq {
 			return baseReq{path: map[string]string{"id": id}}
 		},
 		"listWebhookEvents": none,
+		// Sent without X-Trigger-Key, so refused with 401: the inputs check
+		// only that nothing breaks before the trigger key is looked at
+		// (ingest/journeys' tests cover the body with a key).
+		"triggerJourney": func(m string) baseReq {
+			return baseReq{refused: true, body: map[string]any{"email": email(m), "data": map[string]any{"plan": "pro", "n": 2}}}
+		},
 		// Unsigned, so refused: the inputs check only that nothing breaks
 		// before the signature check. The certificate URL is on no SNS host,
 		// so nothing is fetched.

@@ -8,12 +8,14 @@ import (
 	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/events"
+	"sendstream/ingest/journeys"
 	"sendstream/ingest/ratelimit"
 	"sendstream/ingest/tracking"
 	"sendstream/ingest/transactional"
 	"sendstream/ingest/webhooks"
 	"sendstream/pipeline"
 	"sendstream/sinks/email/render"
+	journeystore "sendstream/sinks/journeys"
 	"sendstream/sinks/webhook"
 	"sendstream/stages/analytics"
 	"sendstream/stages/requestlog"
@@ -53,6 +55,9 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 		panic(err)
 	}
 	routes = append(routes, events.Routes(events.Deps{Store: eventStore})...)
+	// The journey trigger (ingest/journeys): its started announcements go
+	// through the contacts outbox and relay.
+	routes = append(routes, journeys.Routes(journeys.Deps{Store: journeystore.NewStore(res.Postgres, nil), Outbox: contactStore})...)
 	routes = append(routes, tracking.Routes(tracking.Deps{
 		Auth:    auth.NewCache(auth.NewStore(res.Postgres), auth.CacheConfig{TTL: cfg.KeyCacheTTL}),
 		Limiter: ratelimit.New(res.Postgres, ratelimit.Options{}),
@@ -77,6 +82,9 @@ func featureAdminCommands() []admincli.Command {
 	cmds = append(cmds, contacts.AdminCommands()...)
 	// Templates, send policies and sending domains (ingest/transactional).
 	cmds = append(cmds, transactional.AdminCommands()...)
+	// Journeys: create, update, activate, pause, archive, executions, stats
+	// (ingest/journeys).
+	cmds = append(cmds, journeys.AdminCommands()...)
 	// The events' analytics reports (stages/analytics) and the request log
 	// (stages/requestlog), both read from ClickHouse.
 	cmds = append(cmds, analytics.AdminCommands()...)
