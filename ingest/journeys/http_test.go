@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"sendstream/deploy/stack"
 	"sendstream/ingest"
 	"sendstream/ingest/contacts"
@@ -419,5 +421,46 @@ func TestTriggerRaceOnce(t *testing.T) {
 		if announced != 1 {
 			t.Fatalf("%s: %d announcements, want 1", reentry, announced)
 		}
+	}
+}
+
+// TestStartedAnnouncementSurvivesAFailedPublish: a start whose
+// announcement was committed to the outbox but never published (the
+// process died, or the publish failed) is published by the contacts relay
+// under the same envelope id.
+func TestStartedAnnouncementSurvivesAFailedPublish(t *testing.T) {
+	e := start(t, ingesttest.WorkspaceOpts{})
+	j, _ := e.journey(t, e.ws, apiJourney("active", "always"))
+	e.contact(t, "relay@example.com", "ACTIVE")
+	ctx := context.Background()
+	var exec sj.Execution
+	write := func(tx pgx.Tx) (err error) {
+		exec, err = e.store.Start(ctx, tx, sj.StartInput{Workspace: e.ws, JourneyID: j.ID, Trigger: schemas.TriggerAPIEvent,
+			Email: "relay@example.com", ExecutionID: schemas.NewID(), Data: json.RawMessage(`{"k":1}`)})
+		return err
+	}
+	announce := func() []ingest.Message {
+		return []ingest.Message{{Topic: schemas.TopicJourneys, Env: sj.StartedEnvelope(exec, "req")}}
+	}
+	// Committed, never published: Published is not called.
+	if _, _, err := e.contacts.InOutbox(ctx, write, announce); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.contacts.RelayWorkspaceOnce(ctx, e.h.Publisher, e.ws, 0, 100)
+	if err != nil || n != 1 {
+		t.Fatalf("relay: %d rows, %v", n, err)
+	}
+	var got []schemas.Envelope
+	for _, env := range e.h.Consume(t, schemas.TopicJourneys) {
+		if env.Workspace == e.ws {
+			got = append(got, env)
+		}
+	}
+	if len(got) != 1 || got[0].ID != schemas.JourneyStartedEnvelopeID(exec.ID) || got[0].Type != schemas.TypeJourneyExecutionStarted ||
+		!strings.Contains(string(got[0].Payload), exec.ID) || !strings.Contains(string(got[0].Payload), `"data":{"k":1}`) {
+		t.Fatalf("relayed %+v", got)
+	}
+	if c := e.count(t, `SELECT count(*) FROM contact_outbox WHERE workspace_id = $1`, e.ws); c != 0 {
+		t.Fatalf("%d outbox rows left after the relay", c)
 	}
 }
