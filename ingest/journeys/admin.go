@@ -14,6 +14,7 @@ import (
 	"sendstream/deploy/admincli"
 	"sendstream/ingest/auth"
 	"sendstream/schemas"
+	"sendstream/sinks/email/render"
 	"sendstream/sinks/journeys"
 )
 
@@ -59,10 +60,33 @@ func readJourneyFile(path string) (d schemas.JourneyDefinition, hasStatus bool, 
 	if err != nil {
 		return d, false, fileError(path, err)
 	}
+	if err := checkLiquid(&d); err != nil {
+		return d, false, fileError(path, err)
+	}
 	var top map[string]json.RawMessage
 	_ = json.Unmarshal(data, &top) // parsed above
 	_, hasStatus = top["status"]
 	return d, hasStatus, nil
+}
+
+// checkLiquid parses every subject override with the engine that renders
+// them, so a Liquid syntax error is refused when the journey is stored,
+// not when its email is due: a schemas.JourneyErrors naming each, or nil.
+func checkLiquid(d *schemas.JourneyDefinition) error {
+	engine := render.NewEngine(16)
+	var errs schemas.JourneyErrors
+	d.Walk(func(_, path string, s *schemas.JourneyStep) {
+		if s.Subject == "" {
+			return
+		}
+		if _, err := engine.Parse(s.Subject, render.Text); err != nil {
+			errs = append(errs, schemas.JourneyError{Path: path + ".subject", Msg: "Template error: " + err.Error()})
+		}
+	})
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
 }
 
 // fileError lists every error of a refused definition, one per line.

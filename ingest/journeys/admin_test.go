@@ -128,6 +128,11 @@ func TestAdminJourneyCommands(t *testing.T) {
 		t.Fatalf("invalid file: %v", err)
 	}
 	_, err = admin(t, pg, "journey", "create", "--workspace", ws, "--file",
+		writeFile(t, `{"name":"x","trigger":{"type":"api_event"},"steps":[{"type":"send_email","templateId":"t","subject":"Hi {% if data.vip %}VIP"}]}`))
+	if err == nil || !strings.Contains(err.Error(), "steps[0].subject: Template error: ") {
+		t.Fatalf("broken Liquid subject: %v", err)
+	}
+	_, err = admin(t, pg, "journey", "create", "--workspace", ws, "--file",
 		writeFile(t, `{"name":"x","trigger":{"type":"api_event"},"steps":[{"type":"send_email","templateId":"missing"},{"type":"add_to_list","listId":"nolist"}]}`))
 	if err == nil || !strings.Contains(err.Error(), "steps[0].templateId: no template missing in this workspace") ||
 		!strings.Contains(err.Error(), "steps[1].listId: no list nolist in this workspace") {
