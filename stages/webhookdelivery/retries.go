@@ -16,6 +16,7 @@ import (
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	pgsink "sendstream/sinks/postgres"
 )
 
 // This file holds the durable part of the schedule: a retry after the
@@ -70,9 +71,16 @@ func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[pruneArgs]) error {
 // due, and holds the claims of attempts (claims.go), pruned hourly by a
 // periodic job. Safe for concurrent use; Close stops it.
 type Scheduler struct {
-	client *river.Client[pgx.Tx]
-	queue  string
-	claims *claims
+	client  *river.Client[pgx.Tx]
+	queue   string
+	claims  *claims
+	inserts pgsink.Batcher[scheduled, struct{}]
+}
+
+// scheduled is one delivery envelope to publish at a time.
+type scheduled struct {
+	next schemas.Envelope
+	at   time.Time
 }
 
 // DefaultQueue is the River queue of scheduled deliveries.
@@ -125,18 +133,38 @@ func StartScheduler(ctx context.Context, pg *pgxpool.Pool, pub pipeline.Publishe
 	if err := c.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("webhook retry queue: start: %w", err)
 	}
-	return &Scheduler{client: c, queue: cfg.Queue, claims: newClaims(pg)}, nil
+	sc := &Scheduler{client: c, queue: cfg.Queue, claims: newClaims(pg)}
+	sc.inserts = pgsink.Batcher[scheduled, struct{}]{Workers: 2, Max: 256, Timeout: 10 * time.Second, Run: sc.insertBatch}
+	return sc, nil
 }
 
 // Schedule stores next (a delivery envelope) to be published at at. The
-// same envelope id scheduled again is one job.
+// same envelope id scheduled again is one job. Concurrent calls share
+// inserts (River's InsertMany).
 func (s *Scheduler) Schedule(ctx context.Context, next schemas.Envelope, at time.Time) error {
-	_, err := s.client.Insert(ctx, retryArgs{EnvelopeID: next.ID, Envelope: next},
-		&river.InsertOpts{Queue: s.queue, ScheduledAt: at, UniqueOpts: river.UniqueOpts{ByArgs: true}})
-	if err != nil {
+	if _, err := s.inserts.Do(ctx, scheduled{next: next, at: at}); err != nil {
 		return fmt.Errorf("schedule webhook delivery %s: %w", next.ID, err)
 	}
 	return nil
+}
+
+// insertBatch inserts the jobs of a batch in one transaction, each
+// envelope id once.
+func (s *Scheduler) insertBatch(ctx context.Context, ins []scheduled) ([]struct{}, error) {
+	seen := make(map[string]bool, len(ins))
+	params := make([]river.InsertManyParams, 0, len(ins))
+	for _, in := range ins {
+		if seen[in.next.ID] {
+			continue
+		}
+		seen[in.next.ID] = true
+		params = append(params, river.InsertManyParams{Args: retryArgs{EnvelopeID: in.next.ID, Envelope: in.next},
+			InsertOpts: &river.InsertOpts{Queue: s.queue, ScheduledAt: in.at, UniqueOpts: river.UniqueOpts{ByArgs: true}}})
+	}
+	if _, err := s.client.InsertMany(ctx, params); err != nil {
+		return nil, err
+	}
+	return make([]struct{}, len(ins)), nil
 }
 
 // Close stops the client, letting running jobs finish for up to 10 s.
@@ -144,6 +172,7 @@ func (s *Scheduler) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	defer s.claims.close()
+	s.inserts.Close()
 	if err := s.client.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("stop webhook retry queue: %w", err)
 	}

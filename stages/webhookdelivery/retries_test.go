@@ -15,8 +15,9 @@ import (
 
 // TestLaterAttemptIsDurable: a third failed attempt becomes one River job
 // in Postgres, scheduled 5 minutes on, holding the delivery of attempt 4;
-// handling the envelope again schedules nothing more. A job that is due
-// is published to the deliveries topic.
+// handling the envelope again schedules nothing more, nor does scheduling
+// one envelope twice. A job that is due is published to the deliveries
+// topic.
 func TestLaterAttemptIsDurable(t *testing.T) {
 	pg := pgFor(t)
 	ws := workspace(t, pg)
@@ -46,7 +47,7 @@ func TestLaterAttemptIsDurable(t *testing.T) {
 	}
 	var d schemas.WebhookDelivery
 	_ = json.Unmarshal(env.Payload, &d)
-	rows, err := pg.Query(ctx, `SELECT scheduled_at, args FROM river_job WHERE queue = $1`, queue)
+	rows, err := pg.Query(ctx, `SELECT scheduled_at, args FROM river_job WHERE queue = $1 AND kind = 'webhook_delivery_retry'`, queue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +73,18 @@ func TestLaterAttemptIsDurable(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d jobs, want 1", n)
+	}
+
+	// The same envelope scheduled again, in another statement, is the same
+	// job.
+	again := delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL, 5)
+	for range 2 {
+		if err := sched.Schedule(ctx, again, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pg.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE queue = $1 AND args->>'envelopeId' = $2`, queue, again.ID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d jobs of one envelope scheduled twice (err %v), want 1", n, err)
 	}
 
 	// A due job is published.
@@ -131,7 +144,7 @@ func TestWholeSchedule(t *testing.T) {
 		}
 		var scheduled time.Time
 		var args struct{ Envelope schemas.Envelope }
-		err := pg.QueryRow(ctx, `SELECT scheduled_at, args FROM river_job WHERE queue = $1 AND state = 'scheduled' ORDER BY id DESC LIMIT 1`, queue).Scan(&scheduled, &args)
+		err := pg.QueryRow(ctx, `SELECT scheduled_at, args FROM river_job WHERE queue = $1 AND kind = 'webhook_delivery_retry' AND state = 'scheduled' ORDER BY id DESC LIMIT 1`, queue).Scan(&scheduled, &args)
 		if err != nil {
 			t.Fatalf("attempt %d: no job: %v", n, err)
 		}
@@ -146,7 +159,7 @@ func TestWholeSchedule(t *testing.T) {
 		env = args.Envelope
 	}
 	var jobs int
-	if err := pg.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE queue = $1`, queue).Scan(&jobs); err != nil || jobs != 7 {
+	if err := pg.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE queue = $1 AND kind = 'webhook_delivery_retry'`, queue).Scan(&jobs); err != nil || jobs != 7 {
 		t.Fatalf("%d jobs (err %v), want 7", jobs, err)
 	}
 	reqs := rec.got()
