@@ -162,8 +162,10 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 		return fmt.Errorf("create topics: %w", err)
 	}
 
+	stageContacts, closeContacts := stageContacts(pg)
+	defer closeContacts()
 	res := pipeline.Resources{Postgres: pg, ClickHouse: ch, Publisher: prod, Logger: log, Settings: stageSettings(cfg),
-		Mailer: stageMailer(cfg, pg)}
+		Mailer: stageMailer(cfg, pg), Contacts: stageContacts}
 	var wg sync.WaitGroup
 	errs := make(chan error, 3) // HTTP, metrics listener, pipeline
 	runCtx, cancel := context.WithCancel(ctx)

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"sendstream/ingest/contacts"
 	"sendstream/ingest/transactional"
 	"sendstream/pipeline"
 	"sendstream/sinks/email/render"
@@ -19,4 +20,12 @@ func stageMailer(cfg Config, pg *pgxpool.Pool) pipeline.Mailer {
 		return nil
 	}
 	return m
+}
+
+// stageContacts is the contacts store the stages that change contacts use
+// (pipeline.Resources.Contacts: the journey engine's contact and list
+// steps), and its Close.
+func stageContacts(pg *pgxpool.Pool) (pipeline.ContactWriter, func()) {
+	s := contacts.NewStore(pg)
+	return contacts.NewStageWriter(s), s.Close
 }

@@ -18,3 +18,21 @@ import (
 type Mailer interface {
 	SendEmail(ctx context.Context, m schemas.MailRequest) (schemas.MailResult, error)
 }
+
+// ContactWriter changes contacts for stages the way the contacts API does
+// (the journey engine's update_contact, add_to_list and remove_from_list
+// steps): through the contacts store, whose transaction writes the change's
+// domain events (contact.updated, added/removed/joined list) into the
+// contacts outbox. It returns those events, all for
+// schemas.TopicContacts, so the stage publishes them at once; the outbox
+// relay publishes them again after its grace period under the same ids
+// (consumers deduplicate by id), so none is lost if the stage dies before
+// publishing. key names the change (a retry with the same key announces
+// under the same ids). refused says why nothing changed when the request
+// cannot apply (a list or custom field the workspace lacks, a value of the
+// wrong type); errors mean nothing was decided (retry). The root wiring
+// passes ingest/contacts' implementation in Resources.Contacts.
+type ContactWriter interface {
+	UpdateContact(ctx context.Context, ws, email string, set schemas.JourneyContactSet, key string) (events []schemas.Envelope, refused string, err error)
+	SetListMembership(ctx context.Context, ws, contactID, listID string, member bool, key string) (events []schemas.Envelope, refused string, err error)
+}

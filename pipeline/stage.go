@@ -76,6 +76,9 @@ type Resources struct {
 	// Mailer sends email through the transactional path (the journey
 	// engine's send_email steps); nil when the root wiring gave none.
 	Mailer Mailer
+	// Contacts changes contacts as the contacts API does (the journey
+	// engine's contact and list steps); nil when the root wiring gave none.
+	Contacts ContactWriter
 }
 
 // Spec declares a stage: its unique name (the consumer group derives from it),

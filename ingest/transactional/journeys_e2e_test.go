@@ -45,9 +45,10 @@ func newJourneyEnv(t *testing.T) *journeyEnv {
 		t.Fatal(err)
 	}
 	je := &journeyEnv{env: e, journeys: journeys.NewStore(e.pg, nil)}
-	je.stage = engine.New(engine.Options{Store: je.journeys, Postgres: e.pg, Timers: tm, Mailer: mailer})
+	je.stage = engine.New(engine.Options{Store: je.journeys, Postgres: e.pg, Timers: tm, Mailer: mailer,
+		Contacts: contacts.NewStageWriter(e.contacts)})
 	reg := pipeline.Registered{Name: "journeys-test-" + schemas.NewID()[:8], Consumes: schemas.TopicJourneys,
-		Produces: []string{schemas.TopicJourneySteps, schemas.TopicTransactional}, Route: engine.Route, Concurrency: 8,
+		Produces: []string{schemas.TopicJourneySteps, schemas.TopicTransactional, schemas.TopicContacts}, Route: engine.Route, Concurrency: 8,
 		Build: func(context.Context, pipeline.Resources) (pipeline.Stage, error) { return je.stage, nil }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -269,4 +270,118 @@ func outcomeExec(t *testing.T, env schemas.Envelope) string {
 		t.Fatal(err)
 	}
 	return d.ExecutionID
+}
+
+// waitDone waits until no execution of journey id is active.
+func (je *journeyEnv) waitDone(id string) {
+	je.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var active int
+		if err := je.pg.QueryRow(context.Background(), `SELECT count(*) FROM journey_executions WHERE journey_id = $1 AND state = 'active'`, id).Scan(&active); err != nil {
+			je.t.Fatal(err)
+		}
+		if active == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			je.t.Fatalf("%d executions still active", active)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestJourneyContactSteps: update_contact, add_to_list, a branch on the
+// membership, a send rendering the updated contact, remove_from_list and
+// exit. The contact and its membership change in Postgres as the contacts
+// API changes them, their events reach the contacts topic (the same types
+// the API announces), the execution ends as exited, and a redelivered
+// started envelope changes and announces nothing new.
+func TestJourneyContactSteps(t *testing.T) {
+	je := newJourneyEnv(t)
+	ctx := context.Background()
+	ws, _ := je.workspace(ingesttest.WorkspaceOpts{})
+	list, err := je.contacts.CreateList(ctx, ws, "VIP", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := je.template(ws, transactional.Template{Name: "hi", Subject: "Hi {{ contact.first_name }} from {{ contact.country }}",
+		HTML: "<html><body><p>Welcome to VIP</p></body></html>"})
+	def, err := schemas.ParseJourney([]byte(fmt.Sprintf(`{"name":"VIP","status":"active","reentry":"always",
+		"trigger":{"type":"api_event"},
+		"steps":[{"type":"update_contact","set":{"firstName":"Vera","country":"NL"}},
+		         {"type":"add_to_list","listId":%q},
+		         {"type":"branch","if":{"inList":%q},"then":[{"type":"send_email","templateId":%q}]},
+		         {"type":"remove_from_list","listId":%q},
+		         {"type":"exit"},
+		         {"type":"send_email","templateId":%q}]}`, list.ID, list.ID, tpl, list.ID, tpl)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _, err := je.journeys.Create(ctx, ws, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := uniq("vera")
+	c := je.contact(ws, addr, contacts.Fields{FirstName: ptr("V")})
+	started := je.start(ws, j.ID, addr, nil)
+	je.waitDone(j.ID)
+	if got := je.subjectsTo(addr); len(got) != 0 && fmt.Sprint(got) != "[Hi Vera from NL]" {
+		t.Fatalf("subjects %q", got)
+	}
+	for end := time.Now().Add(20 * time.Second); len(je.messagesTo(addr)) == 0 && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if got := je.subjectsTo(addr); fmt.Sprint(got) != "[Hi Vera from NL]" {
+		t.Fatalf("subjects %q, want the one send before exit", got)
+	}
+	var first, country, member, state string
+	if err := je.pg.QueryRow(ctx, `SELECT c.first_name, c.country, m.status, e.state FROM contacts c
+		JOIN memberships m ON m.contact_id = c.id AND m.list_id = $2
+		JOIN journey_executions e ON e.contact_id = c.id AND e.journey_id = $3 WHERE c.id = $1`, c.ID, list.ID, j.ID).
+		Scan(&first, &country, &member, &state); err != nil {
+		t.Fatal(err)
+	}
+	if first != "Vera" || country != "NL" || member != "UNSUBSCRIBED" || state != "exited" {
+		t.Errorf("contact %s %s, membership %s, execution %s", first, country, member, state)
+	}
+	types := func() map[string]int {
+		n := map[string]int{}
+		ids := map[string]bool{}
+		for _, env := range je.h.Consume(t, schemas.TopicContacts) {
+			if env.Workspace == ws && env.Key == ws+":"+c.ID && !ids[env.ID] {
+				ids[env.ID] = true
+				n[env.Type]++
+			}
+		}
+		return n
+	}
+	want := map[string]int{schemas.TypeContactUpdated: 1, schemas.TypeContactAddedToList: 1,
+		schemas.TypeContactJoinedList: 1, schemas.TypeContactRemovedFromList: 1}
+	var got map[string]int
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if got = types(); fmt.Sprint(got) == fmt.Sprint(want) {
+			break
+		}
+	}
+	// contact.created of the test's own upsert is not published (the
+	// store call does not publish), so exactly these four.
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("contact events %v, want %v", got, want)
+	}
+	// Redelivery: the same outputs' ids at most, nothing new.
+	if _, err := je.stage.Handle(ctx, started); err != nil {
+		t.Fatal(err)
+	}
+	if err := je.h.Publisher.Publish(ctx, schemas.TopicJourneys, started); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if got := types(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after redelivery: contact events %v, want %v", got, want)
+	}
+	if got := je.subjectsTo(addr); len(got) != 1 {
+		t.Errorf("after redelivery: %d messages", len(got))
+	}
 }

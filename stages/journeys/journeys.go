@@ -16,6 +16,9 @@
 //     delivery stage sends once; suppression is decided when the step
 //     runs, so a contact who unsubscribed, bounced or complained while
 //     waiting gets no later marketing email;
+//   - update_contact, add_to_list and remove_from_list go through the
+//     contacts store (pipeline.ContactWriter, ingest/contacts'), whose
+//     events are written to the contacts outbox with the change;
 //   - exit ends the execution; running out of steps completes it.
 //
 // Exactly once: each step runs in its own transaction holding the
@@ -31,9 +34,7 @@
 // store does it); the engine then finds them not active and stops.
 //
 // Not run yet: wait_for_event waits its timeout and takes the onTimeout
-// arm (the event is not watched); update_contact, add_to_list and
-// remove_from_list are recorded as skipped, since the contacts store and
-// its outbox live in ingest (see the README).
+// arm (the event is not watched).
 package journeys
 
 import (
@@ -42,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,7 +67,7 @@ func init() {
 	pipeline.Register(pipeline.Spec[struct{}]{
 		Name:     Name,
 		Consumes: schemas.TopicJourneys,
-		Produces: []string{schemas.TopicJourneySteps, schemas.TopicTransactional},
+		Produces: []string{schemas.TopicJourneySteps, schemas.TopicTransactional, schemas.TopicContacts},
 		Route:    Route,
 		// Executions of different contacts run at once; one contact's in
 		// order (the envelopes' key is the workspace and contact).
@@ -79,16 +81,20 @@ func init() {
 				return nil, fmt.Errorf("%s: %w", Name, err)
 			}
 			return New(Options{Store: journeys.NewStore(r.Postgres, nil), Postgres: r.Postgres, Timers: t,
-				Mailer: r.Mailer, Logger: r.Logger, release: timers.Release}), nil
+				Mailer: r.Mailer, Contacts: r.Contacts, Logger: r.Logger, release: timers.Release}), nil
 		},
 	})
 }
 
-// Route sends transactional send envelopes to the transactional topic and
-// the rest (step-done envelopes) to the journey steps topic.
+// Route sends transactional send envelopes to the transactional topic,
+// contact events (update_contact and list steps) to the contacts topic and
+// step-done envelopes to the journey steps topic.
 func Route(out schemas.Envelope) string {
-	if out.Type == schemas.TypeTransactionalSend {
+	switch {
+	case out.Type == schemas.TypeTransactionalSend:
 		return schemas.TopicTransactional
+	case strings.HasPrefix(out.Type, "contact."):
+		return schemas.TopicContacts
 	}
 	return schemas.TopicJourneySteps
 }
@@ -106,7 +112,10 @@ type Options struct {
 	Timers   Scheduler
 	// Mailer sends send_email steps; nil fails them (retried until the
 	// process has one).
-	Mailer      pipeline.Mailer
+	Mailer pipeline.Mailer
+	// Contacts runs update_contact, add_to_list and remove_from_list;
+	// nil fails them (retried until the process has one).
+	Contacts    pipeline.ContactWriter
 	Now         func() time.Time // nil: time.Now
 	HoldRecheck time.Duration    // 0: DefaultHoldRecheck
 	Logger      *slog.Logger
@@ -313,9 +322,43 @@ func (s *Stage) act(ctx context.Context, tx pgx.Tx, env schemas.Envelope, run jo
 		return stepResult{outcome: schemas.StepOutcomeExited, exit: true}, nil
 	case schemas.StepSendEmail:
 		return s.send(ctx, run, st)
+	case schemas.StepUpdateContact, schemas.StepAddToList, schemas.StepRemoveFromList:
+		return s.contact(ctx, run, st)
 	default:
 		return stepResult{outcome: schemas.StepOutcomeSkipped, detail: st.Type + " is not run by the engine yet"}, nil
 	}
+}
+
+// contact runs an update_contact, add_to_list or remove_from_list step
+// through the contacts store. Its changes are sets (a value, a membership
+// status), so running it again after a crash changes nothing twice; the
+// key (the step's) gives a retry's events the same ids.
+func (s *Stage) contact(ctx context.Context, run journeys.Run, st *schemas.JourneyStep) (stepResult, error) {
+	if s.o.Contacts == nil {
+		return stepResult{}, pipeline.Unavailable(errors.New("no ContactWriter in this process: " + st.Type + " cannot run"))
+	}
+	key := "journey:" + run.ID + ":" + run.Position
+	var events []schemas.Envelope
+	var refused string
+	var err error
+	switch st.Type {
+	case schemas.StepUpdateContact:
+		var set schemas.JourneyContactSet
+		if st.Set != nil {
+			set = *st.Set
+		}
+		events, refused, err = s.o.Contacts.UpdateContact(ctx, run.Workspace, run.Email, set, key)
+	default:
+		events, refused, err = s.o.Contacts.SetListMembership(ctx, run.Workspace, run.ContactID, st.ListID,
+			st.Type == schemas.StepAddToList, key)
+	}
+	if err != nil {
+		return stepResult{}, fmt.Errorf("%s %s: %w", st.Type, run.Position, err)
+	}
+	if refused != "" {
+		return stepResult{outcome: schemas.StepOutcomeSkipped, detail: refused}, nil
+	}
+	return stepResult{outcome: schemas.StepOutcomeDone, publish: events}, nil
 }
 
 // send runs a send_email step through the transactional path.
