@@ -43,8 +43,8 @@ func envelopes(msgs []ingest.Message) []schemas.Envelope {
 func (w StageWriter) UpdateContact(ctx context.Context, ws, email string, set schemas.JourneyContactSet, key string) ([]schemas.Envelope, string, error) {
 	var f Fields
 	for _, p := range []struct {
-		raw *json.RawMessage
-		dst **string
+		raw  *json.RawMessage
+		dst  **string
 		name string
 	}{{set.FirstName, &f.FirstName, "firstName"}, {set.Country, &f.Country, "country"}, {set.Language, &f.Language, "language"}} {
 		if p.raw == nil {
