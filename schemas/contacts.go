@@ -34,6 +34,14 @@ const (
 	// from PENDING to ACTIVE. Payload ContactConfirmedPayload. Webhook
 	// CONTACT_CONFIRMED.
 	TypeContactConfirmed = "contact.confirmed.v1"
+	// TypeContactUnsubscribed: the contact's own status became
+	// UNSUBSCRIBED (the unsubscribe link of a marketing email: its page or
+	// the RFC 8058 one-click POST). Written through the contacts outbox in
+	// the transaction that changes the status; a repeat changes nothing and
+	// announces nothing. A complaint (status COMPLAINED) and a list
+	// unsubscribe (the membership only) do not fire it. Payload
+	// ContactUnsubscribedPayload. Webhook CONTACT_UNSUBSCRIBED.
+	TypeContactUnsubscribed = "contact.unsubscribed.v1"
 	// TypeContactJoinedList is internal, for journey matching: a membership
 	// became ACTIVE by any path (subscribe, form without double opt-in, or a
 	// confirmation click). Journeys that trigger on joining a list consume
@@ -55,6 +63,7 @@ var ContactWebhookEvents = map[string]string{
 	TypeContactRemovedFromList:    "CONTACT_REMOVED_FROM_LIST",
 	TypeListSubscriptionConfirmed: "LIST_SUBSCRIPTION_CONFIRMED",
 	TypeContactConfirmed:          "CONTACT_CONFIRMED",
+	TypeContactUnsubscribed:       WebhookContactUnsubscribed,
 }
 
 // ContactPayload is the payload of contact.created.v1 and
@@ -94,6 +103,32 @@ type ListMembershipPayload struct {
 type ContactConfirmedPayload struct {
 	ContactID string `json:"contactId"`
 	Email     string `json:"email"`
+}
+
+// ContactUnsubscribedPayload is the payload of contact.unsubscribed.v1:
+// the contact, its address and when its status changed.
+type ContactUnsubscribedPayload struct {
+	ContactID  string    `json:"contactId"`
+	Email      string    `json:"email"`
+	OccurredAt time.Time `json:"occurredAt"`
+}
+
+// ContactUnsubscribed returns the contact.unsubscribed.v1 envelope of
+// contact id (address email) of workspace ws, unsubscribed at at, caused by
+// causation (e.g. the message whose link was used; "" when none). Its id is
+// fresh: the outbox row keeps it, so a republished row keeps it too.
+func ContactUnsubscribed(ws, id, email string, at time.Time, causation string) Envelope {
+	at = at.UTC()
+	b := make([]byte, 0, 96+len(id)+len(email))
+	b = append(b, `{"contactId":`...)
+	b = AppendJSONString(b, id)
+	b = append(b, `,"email":`...)
+	b = AppendJSONString(b, email)
+	b = append(b, `,"occurredAt":`...)
+	b = AppendJSONTime(b, at)
+	b = append(b, '}')
+	return Envelope{ID: NewIDAt(at), Workspace: ws, Type: TypeContactUnsubscribed, Key: ws + ":" + id,
+		OccurredAt: at, CausationID: causation, Payload: b}
 }
 
 // OptInRequestedPayload is the payload of contact.optin_requested.v1: what

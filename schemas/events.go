@@ -34,6 +34,14 @@ const (
 	// is the delivery body's `data`.
 	TypeWebhookEventRecorded = "webhook.event_recorded.v1"
 
+	// TypeWebhookGoalRecorded is GOAL_RECORDED: a recorded event carrying a
+	// goalType matched a contact. The goals stage returns it beside
+	// EVENT_RECORDED, on TopicWebhooks, with key "<workspace>:<contactId>"
+	// and id ChildID(eventId, TypeWebhookGoalRecorded, 0): the same id on a
+	// redelivered or republished event, so every copy is one message to
+	// receivers. Payload EventRecordedData (goalType always set).
+	TypeWebhookGoalRecorded = "webhook.goal_recorded.v1"
+
 	// TypePageViewed: an anonymous page view sent by track.js. Payload
 	// PageViewPayload. Key "<workspace>".
 	TypePageViewed = "pageview.recorded.v1"
@@ -47,6 +55,7 @@ const EventIDScope = "event"
 // webhook event names of spec section 6.
 var EventWebhookEvents = map[string]string{
 	TypeWebhookEventRecorded: "EVENT_RECORDED",
+	TypeWebhookGoalRecorded:  WebhookGoalRecorded,
 }
 
 // Goal types of spec 2.3.

@@ -32,23 +32,6 @@ func deliveryNotes(name string) string {
 		"Delivery is at least once (deduplicate on `id`) and not ordered: a retried message arrives after later ones and messages to one target may be sent concurrently, so order by `timestamp`."
 }
 
-// notEmitted marks the catalogue's event types that no envelope type maps
-// to yet (the Webhook* constants without a producer): subscribable, never
-// delivered by this version. It is "" once a producer maps the name.
-func notEmitted(name string) string {
-	if name != WebhookContactUnsubscribed && name != WebhookGoalRecorded && name != WebhookTransactionalFailed {
-		return ""
-	}
-	for _, m := range []map[string]string{ContactWebhookEvents, EventWebhookEvents, TransactionalWebhookEvents} {
-		for _, n := range m {
-			if n == name {
-				return ""
-			}
-		}
-	}
-	return "\n\n**Not emitted yet.** This version accepts subscriptions to " + name + " but nothing publishes it yet; it will be delivered, with this payload, once a producer does."
-}
-
 func whHeader(name string, required bool, desc string) map[string]any {
 	return map[string]any{"name": name, "in": "header", "required": required, "description": desc,
 		"schema": map[string]any{"type": "string"}}
@@ -79,7 +62,7 @@ func webhooksSection() (map[string]any, error) {
 			"operationId": "webhook_" + e.Name,
 			"tags":        []any{"Webhooks"},
 			"summary":     e.Name,
-			"description": e.Description + notEmitted(e.Name) + "\n\n" + deliveryNotes(e.Name),
+			"description": e.Description + "\n\n" + deliveryNotes(e.Name),
 			"parameters":  webhookHeaders,
 			"requestBody": map[string]any{"required": true, "content": map[string]any{
 				"application/json": map[string]any{"schema": body}}},

@@ -40,6 +40,11 @@ const (
 	// TypeWebhookEmailComplained is EMAIL_COMPLAINED (Sendstream's name for
 	// the complaint event). Payload EmailComplainedData.
 	TypeWebhookEmailComplained = "webhook.email_complained.v1"
+	// TypeWebhookTransactionalFailed is TRANSACTIONAL_FAILED: the delivery
+	// stage recorded the message failed (refused by the provider, an
+	// unknown hand-off outcome, no provider, a message that cannot be
+	// built). Payload TransactionalFailedData.
+	TypeWebhookTransactionalFailed = "webhook.transactional_failed.v1"
 )
 
 // TransactionalIDScope is the scope IDFromKey uses for message ids derived
@@ -59,10 +64,11 @@ func MessageIDOf(ws, externalID string) string {
 // TransactionalWebhookEvents maps the webhook envelope types above to the
 // webhook event names of spec section 6.
 var TransactionalWebhookEvents = map[string]string{
-	TypeWebhookTransactionalSent: "TRANSACTIONAL_SENT",
-	TypeWebhookEmailDelivered:    "EMAIL_DELIVERED",
-	TypeWebhookEmailBounced:      "EMAIL_BOUNCED",
-	TypeWebhookEmailComplained:   "EMAIL_COMPLAINED",
+	TypeWebhookTransactionalSent:   "TRANSACTIONAL_SENT",
+	TypeWebhookEmailDelivered:      "EMAIL_DELIVERED",
+	TypeWebhookEmailBounced:        "EMAIL_BOUNCED",
+	TypeWebhookEmailComplained:     "EMAIL_COMPLAINED",
+	TypeWebhookTransactionalFailed: WebhookTransactionalFailed,
 }
 
 // Message statuses of spec 3.1.
@@ -191,6 +197,18 @@ type MessageEventData struct {
 	Email        string    `json:"email"`
 	ExternalID   string    `json:"externalId,omitempty"`
 	Provider     string    `json:"provider"`
+	OccurredAt   time.Time `json:"occurredAt"`
+}
+
+// TransactionalFailedData is the webhook `data` of TRANSACTIONAL_FAILED:
+// the message, as in MessageEventData, and why it failed.
+type TransactionalFailedData struct {
+	MessageID    string    `json:"messageId"`
+	RFCMessageID string    `json:"rfcMessageId,omitempty"`
+	Email        string    `json:"email"`
+	ExternalID   string    `json:"externalId,omitempty"`
+	Provider     string    `json:"provider"`
+	Reason       string    `json:"reason"`
 	OccurredAt   time.Time `json:"occurredAt"`
 }
 

@@ -74,17 +74,16 @@ func LookupWebhookEvent(name string) (WebhookEvent, bool) {
 	return webhookEvents[i], true
 }
 
-// Webhook event names that have no envelope type mapped to them yet (in
-// ContactWebhookEvents, EventWebhookEvents or TransactionalWebhookEvents):
-// they are subscribable, and fire once their producer publishes them.
+// Webhook event names referred to by the envelope type maps
+// (ContactWebhookEvents, EventWebhookEvents, TransactionalWebhookEvents).
 const (
 	// WebhookContactUnsubscribed: the contact's own status became
-	// UNSUBSCRIBED (an unsubscribe link or the preference page).
+	// UNSUBSCRIBED (the unsubscribe link of a marketing email).
 	WebhookContactUnsubscribed = "CONTACT_UNSUBSCRIBED"
 	// WebhookGoalRecorded: a recorded event carried a goalType and matched
 	// a contact.
 	WebhookGoalRecorded = "GOAL_RECORDED"
-	// WebhookTransactionalFailed: the provider refused a transactional
-	// message (status failed).
+	// WebhookTransactionalFailed: a transactional message failed (status
+	// failed).
 	WebhookTransactionalFailed = "TRANSACTIONAL_FAILED"
 )

@@ -12,17 +12,46 @@ import (
 // This file applies what comes back after a send: unsubscribes and
 // provider reports.
 
+// UnsubscribeResult is what an unsubscribe did.
+type UnsubscribeResult struct {
+	// WorkspaceName is the workspace's name; "" with Found false when the
+	// workspace does not exist.
+	WorkspaceName string
+	Found         bool
+	// ContactID is the contact this call moved to UNSUBSCRIBED, at At; ""
+	// when there is none, or it was already UNSUBSCRIBED, BOUNCED or
+	// COMPLAINED (nothing changed, nothing to announce).
+	ContactID string
+	At        time.Time
+}
+
 // Unsubscribe suppresses email for marketing in ws and marks its contact
-// UNSUBSCRIBED. found is false when the workspace does not exist.
-func (s *Store) Unsubscribe(ctx context.Context, ws, email, messageID string) (workspaceName string, found bool, err error) {
+// UNSUBSCRIBED, in a statement of its own.
+func (s *Store) Unsubscribe(ctx context.Context, ws, email, messageID string) (UnsubscribeResult, error) {
+	return unsubscribe(ctx, s.pool, ws, email, messageID)
+}
+
+// UnsubscribeTx is Unsubscribe within tx, so the contact.unsubscribed.v1
+// envelope can be written to an outbox in the same transaction
+// (contacts.Store.InOutbox).
+func (s *Store) UnsubscribeTx(ctx context.Context, tx pgx.Tx, ws, email, messageID string) (UnsubscribeResult, error) {
+	return unsubscribe(ctx, tx, ws, email, messageID)
+}
+
+func unsubscribe(ctx context.Context, q rowQuerier, ws, email, messageID string) (UnsubscribeResult, error) {
 	var name, contactID *string
-	if err := s.pool.QueryRow(ctx, sqlUnsubscribe, ws, email, messageID).Scan(&name, &contactID); err != nil {
-		return "", false, fmt.Errorf("unsubscribe: %w", err)
+	var at *time.Time
+	if err := q.QueryRow(ctx, sqlUnsubscribe, ws, email, messageID).Scan(&name, &contactID, &at); err != nil {
+		return UnsubscribeResult{}, fmt.Errorf("unsubscribe: %w", err)
 	}
 	if name == nil {
-		return "", false, nil
+		return UnsubscribeResult{}, nil
 	}
-	return *name, true, nil
+	r := UnsubscribeResult{WorkspaceName: *name, Found: true}
+	if contactID != nil && at != nil {
+		r.ContactID, r.At = *contactID, at.UTC()
+	}
+	return r, nil
 }
 
 // WorkspaceName returns a workspace's name; found false when it is gone.

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -10,7 +11,8 @@ import (
 
 // This file builds what Handle returns for a recorded outcome: the
 // transactional.status.v1 envelope (TopicMessageStatus, for the ClickHouse
-// message log) and, for a sent message, TRANSACTIONAL_SENT (TopicWebhooks).
+// message log) and, for a sent message, TRANSACTIONAL_SENT, for a failed
+// one TRANSACTIONAL_FAILED (TopicWebhooks).
 // Their ids derive from the message id and the status, so a redelivered
 // envelope returns the same envelopes and every copy collapses downstream.
 
@@ -60,7 +62,27 @@ func outputs(env schemas.Envelope, p *schemas.SendPayload, r result) ([]schemas.
 			Workspace: ws, Type: schemas.TypeWebhookTransactionalSent, Key: key, OccurredAt: at, CausationID: env.ID,
 			Traceparent: env.Traceparent, Payload: hb})
 	}
+	if r.status == schemas.MessageFailed {
+		fb, err := json.Marshal(schemas.TransactionalFailedData{MessageID: p.MessageID, RFCMessageID: p.RFCMessageID,
+			Email: p.To, ExternalID: p.ExternalID, Provider: provider, Reason: failureReason(r.reason), OccurredAt: at})
+		if err != nil {
+			return nil, fmt.Errorf("delivery: TRANSACTIONAL_FAILED of %s: %w", p.MessageID, err)
+		}
+		outs = append(outs, schemas.Envelope{ID: schemas.ChildID(p.MessageID, schemas.TypeWebhookTransactionalFailed, 0),
+			Workspace: ws, Type: schemas.TypeWebhookTransactionalFailed, Key: key, OccurredAt: at, CausationID: env.ID,
+			Traceparent: env.Traceparent, Payload: fb})
+	}
 	return outs, nil
+}
+
+// failureReason is the reason TRANSACTIONAL_FAILED carries: the recorded
+// one, or a generic text for a failure recorded without one (the catalogue
+// requires a reason).
+func failureReason(reason string) string {
+	if reason == "" {
+		return "delivery failed"
+	}
+	return reason
 }
 
 // doneResult is the recorded outcome of a message claim found no longer

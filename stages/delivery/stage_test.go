@@ -21,7 +21,9 @@ import (
 // answered with its status and TRANSACTIONAL_SENT envelopes; the same
 // envelope again (a redelivery after a crash before the runner published)
 // sends nothing and returns the same envelopes. A message whose relay
-// answer is lost fails as outcome unknown and is never handed off again.
+// answer is lost fails as outcome unknown, answered with its status and
+// TRANSACTIONAL_FAILED (the same ids again on a redelivery), and is never
+// handed off again.
 func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
 	pg := stack.PG(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -90,15 +92,27 @@ func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(outs) != 1 {
-		t.Fatalf("lost answer: %d outputs, want a failed status", len(outs))
+	if len(outs) != 2 || outs[1].Type != schemas.TypeWebhookTransactionalFailed || route(outs[1]) != schemas.TopicWebhooks ||
+		outs[1].ID != schemas.ChildID(env.ID, schemas.TypeWebhookTransactionalFailed, 0) || outs[1].Key != ws+":"+env.ID {
+		t.Fatalf("lost answer: outputs %+v, want a failed status and TRANSACTIONAL_FAILED", outs)
 	}
 	st, _ := schemas.DecodeStatusPayload(outs[0].Payload)
 	if st.Status != schemas.MessageFailed || !strings.Contains(st.Detail, "outcome unknown") {
 		t.Errorf("lost answer: %+v, want failed as outcome unknown", st)
 	}
-	if _, err := s.Handle(ctx, env); err != nil {
+	var fd schemas.TransactionalFailedData
+	if err := json.Unmarshal(outs[1].Payload, &fd); err != nil || fd.MessageID != env.ID || fd.Email != "lost@example.test" ||
+		fd.Provider != "smtp" || fd.RFCMessageID != env.ID+"@stage.test" || fd.Reason != st.Detail || fd.OccurredAt.IsZero() {
+		t.Errorf("TRANSACTIONAL_FAILED data %s: %v", outs[1].Payload, err)
+	}
+	// A redelivery returns the same envelopes (same ids): receivers see
+	// TRANSACTIONAL_FAILED once.
+	again, err = s.Handle(ctx, env)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(again) != 2 || again[0].ID != outs[0].ID || again[1].ID != outs[1].ID || !bytes.Equal(again[1].Payload, outs[1].Payload) {
+		t.Errorf("redelivery of the failed message: %+v, want %+v", again, outs)
 	}
 	if n := lost.Load(); n != 1 {
 		t.Errorf("the message whose answer was lost was transmitted %d times, want 1", n)

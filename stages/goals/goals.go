@@ -7,7 +7,7 @@
 //     negative), the purchase count, the refund count and the last purchase
 //     time, which goal-based segment rules read;
 //   - publishes EVENT_RECORDED (webhook.event_recorded.v1) to the webhooks
-//     topic;
+//     topic, and for a goal GOAL_RECORDED (webhook.goal_recorded.v1) too;
 //   - publishes the "event name matched" hand-off
 //     (contact.event_matched.v1) to the contacts topic, which journey
 //     matching consumes to start journeys listening for the name.
@@ -63,8 +63,8 @@ func init() {
 	})
 }
 
-// Route sends EVENT_RECORDED to the webhooks topic and the journey
-// hand-off to the contacts topic.
+// Route sends EVENT_RECORDED and GOAL_RECORDED to the webhooks topic and
+// the journey hand-off to the contacts topic.
 func Route(out schemas.Envelope) string {
 	if out.Type == schemas.TypeEventMatched {
 		return schemas.TopicContacts
@@ -188,7 +188,8 @@ func (s *Stage) Close() error {
 }
 
 // Handle buffers a matched event.recorded.v1 envelope and returns its
-// EVENT_RECORDED webhook and journey hand-off envelopes (published by the
+// EVENT_RECORDED webhook (and GOAL_RECORDED for a goal) and journey
+// hand-off envelopes (published by the
 // runner after Flush). Unmatched events and other types are ignored. A
 // malformed envelope is a pipeline.Permanent error.
 func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
@@ -231,7 +232,7 @@ func outputs(env schemas.Envelope, p *schemas.EventPayload) []schemas.Envelope {
 		Value: json.Number(p.Value), Currency: p.Currency, ExternalID: p.ExternalID,
 		OccurredAt: p.OccurredAt, Properties: p.Properties,
 	})
-	return []schemas.Envelope{
+	outs := []schemas.Envelope{
 		{
 			ID: schemas.ChildID(env.ID, schemas.TypeWebhookEventRecorded, 0), Workspace: env.Workspace,
 			Type: schemas.TypeWebhookEventRecorded, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
@@ -243,6 +244,18 @@ func outputs(env schemas.Envelope, p *schemas.EventPayload) []schemas.Envelope {
 			Traceparent: env.Traceparent, Payload: env.Payload,
 		},
 	}
+	if p.GoalType != "" {
+		// GOAL_RECORDED: the same data, under an id of its own that
+		// every copy of the event shares (returned again on a redelivery,
+		// like EVENT_RECORDED: the ledger decides what is counted, the
+		// id what receivers see once).
+		outs = append(outs, schemas.Envelope{
+			ID: schemas.ChildID(env.ID, schemas.TypeWebhookGoalRecorded, 0), Workspace: env.Workspace,
+			Type: schemas.TypeWebhookGoalRecorded, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
+			Traceparent: env.Traceparent, Payload: data,
+		})
+	}
+	return outs
 }
 
 // Flush applies every buffered event in one statement and empties the

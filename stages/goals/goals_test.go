@@ -3,6 +3,7 @@ package goals_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,19 +80,27 @@ func TestGoalsCountedOnceWithRefundsAndActivity(t *testing.T) {
 		env(t, ws, id("ghost"), schemas.EventPayload{Event: "order", ContactID: "deleted-contact", GoalType: "purchase", Value: "1", OccurredAt: t0}),
 	}
 	outs := 0
+	first := map[string][]string{} // event id → output ids
 	for _, e := range evs {
 		o, err := st.Handle(ctx, e)
 		if err != nil {
 			t.Fatal(err)
 		}
 		outs += len(o)
+		for _, x := range o {
+			first[e.ID] = append(first[e.ID], x.ID)
+		}
 		var p schemas.EventPayload
 		_ = json.Unmarshal(e.Payload, &p)
 		if p.ContactID == "" && len(o) != 0 {
 			t.Fatalf("unmatched event produced %v", o)
 		}
 		if p.ContactID != "" {
-			if len(o) != 2 || o[0].Type != schemas.TypeWebhookEventRecorded || o[1].Type != schemas.TypeEventMatched ||
+			want := 2
+			if p.GoalType != "" {
+				want = 3 // and GOAL_RECORDED
+			}
+			if len(o) != want || o[0].Type != schemas.TypeWebhookEventRecorded || o[1].Type != schemas.TypeEventMatched ||
 				o[0].ID != schemas.ChildID(e.ID, schemas.TypeWebhookEventRecorded, 0) || o[0].Key != ws+":"+p.ContactID {
 				t.Fatalf("outputs of %s: %+v", e.ID, o)
 			}
@@ -99,18 +108,40 @@ func TestGoalsCountedOnceWithRefundsAndActivity(t *testing.T) {
 			if err := json.Unmarshal(o[0].Payload, &d); err != nil || d.EventID != e.ID || d.ContactID != p.ContactID || string(d.Value) != p.Value {
 				t.Fatalf("webhook data %s: %v", o[0].Payload, err)
 			}
+			if p.GoalType != "" {
+				g := o[2]
+				if g.Type != schemas.TypeWebhookGoalRecorded || g.ID != schemas.ChildID(e.ID, schemas.TypeWebhookGoalRecorded, 0) ||
+					g.Key != ws+":"+p.ContactID || g.CausationID != e.ID || goals.Route(g) != schemas.TopicWebhooks {
+					t.Fatalf("GOAL_RECORDED of %s: %+v", e.ID, g)
+				}
+				var gd schemas.EventRecordedData
+				if err := json.Unmarshal(g.Payload, &gd); err != nil || gd.EventID != e.ID || gd.GoalType != p.GoalType || string(gd.Value) != p.Value {
+					t.Fatalf("GOAL_RECORDED data %s: %v", g.Payload, err)
+				}
+			}
 		}
 	}
-	if outs != 16 {
-		t.Fatalf("%d outputs, want 16", outs)
+	// 8 matched events (2 each) of which 6 are goals (one more each).
+	if outs != 22 {
+		t.Fatalf("%d outputs, want 22", outs)
 	}
 	if err := st.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Everything redelivered, some twice, in a new batch: no change.
+	// Each copy returns the same envelopes (GOAL_RECORDED included), under
+	// the same ids, so receivers see one message.
 	for _, e := range append(evs, evs[0], evs[2]) {
-		if _, err := st.Handle(ctx, e); err != nil {
+		o, err := st.Handle(ctx, e)
+		if err != nil {
 			t.Fatal(err)
+		}
+		var ids []string
+		for _, x := range o {
+			ids = append(ids, x.ID)
+		}
+		if fmt.Sprint(ids) != fmt.Sprint(first[e.ID]) {
+			t.Fatalf("redelivered %s: outputs %v, first %v", e.ID, ids, first[e.ID])
 		}
 	}
 	if err := st.Flush(ctx); err != nil {
