@@ -308,6 +308,7 @@ func stageSettings(cfg Config) map[string]string {
 		"site_url":                cfg.SiteURL,
 		"smtp_url":                cfg.SMTPURL,
 		"secret":                  cfg.Secret,
+		"topic_prefix":            cfg.TopicPrefix,
 		"render_max_iterations":   strconv.FormatInt(cfg.Render.MaxIterations, 10),
 		"render_max_output_bytes": strconv.FormatInt(cfg.Render.MaxOutputBytes, 10),
 		"render_timeout":          cfg.Render.Timeout.String(),

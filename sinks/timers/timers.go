@@ -17,9 +17,12 @@ package timers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +42,32 @@ type Publisher interface {
 
 // DefaultQueue is the River queue timers go to and are worked from.
 const DefaultQueue = "timers"
+
+// QueueFor is the queue of the timers of a deployment whose topics carry
+// prefix (SENDSTREAM_TOPIC_PREFIX): deployments sharing a database but not
+// their topics (tests, staging beside production) must not publish each
+// other's timers, which name topics without the prefix. "" gives
+// DefaultQueue; a long prefix is cut to River's 64 characters with a hash.
+func QueueFor(prefix string) string {
+	if prefix == "" {
+		return DefaultQueue
+	}
+	var b strings.Builder
+	b.WriteString(DefaultQueue + "_")
+	for _, r := range strings.ToLower(prefix) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	q := strings.TrimRight(b.String(), "_")
+	if len(q) > 64 {
+		h := sha256.Sum256([]byte(prefix))
+		q = q[:47] + "_" + hex.EncodeToString(h[:8])
+	}
+	return q
+}
 
 // DefaultRescueAfter is how long a timer job may stay running before
 // River's rescuer makes it available again (its worker died): a publish

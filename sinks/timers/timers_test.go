@@ -81,3 +81,19 @@ func TestRescueAfterBelowJobTimeoutRefused(t *testing.T) {
 		t.Fatal("RescueAfter of 10 s accepted")
 	}
 }
+
+func TestQueueFor(t *testing.T) {
+	for prefix, want := range map[string]string{
+		"":            "timers",
+		"t123.":       "timers_t123",
+		"Test-Run_9.": "timers_test_run_9",
+	} {
+		if got := timers.QueueFor(prefix); got != want {
+			t.Errorf("QueueFor(%q) = %q, want %q", prefix, got, want)
+		}
+	}
+	long := timers.QueueFor(strings.Repeat("x", 100))
+	if len(long) != 64 || long == timers.QueueFor(strings.Repeat("x", 101)) {
+		t.Errorf("long prefixes: %q", long)
+	}
+}

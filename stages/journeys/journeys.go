@@ -76,7 +76,8 @@ func init() {
 			if r.Postgres == nil || r.Publisher == nil {
 				return nil, fmt.Errorf("%s: needs Postgres and a Publisher (timers)", Name)
 			}
-			t, err := timers.Shared(ctx, r.Postgres, r.Publisher, timers.Config{Logger: r.Logger})
+			t, err := timers.Shared(ctx, r.Postgres, r.Publisher, timers.Config{
+				Queue: timers.QueueFor(r.Settings["topic_prefix"]), Logger: r.Logger})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", Name, err)
 			}
