@@ -72,7 +72,22 @@ func webhookPayloadSamples(t *testing.T) map[string][]payloadSample {
 		ExternalID: "x1", Provider: "smtp", Reason: "provider refused the message: 550 no such user", OccurredAt: at}
 	minFailed := schemas.TransactionalFailedData{MessageID: "m1", Email: "ada@example.com", Provider: "smtp",
 		Reason: "delivery failed", OccurredAt: at}
+	journey := schemas.JourneyWebhookData{JourneyID: "j1", JourneyName: "Welcome", ExecutionID: "x1", Version: 2, ContactID: "c1",
+		Email: "ada@example.com", OccurredAt: at}
+	started, converted, convertedPlain := journey, journey, journey
+	started.Trigger = schemas.TriggerEvent
+	converted.EventID, converted.Event, converted.GoalType, converted.Value, converted.Currency = "e1", "order", schemas.GoalPurchase, "19.99", "EUR"
+	convertedPlain.EventID, convertedPlain.Event = "e1", "upgraded"
+	journeyEnv := func(typ string, d schemas.JourneyWebhookData) []byte {
+		return schemas.JourneyWebhookEnvelope("ws1", typ, "cause", d).Payload
+	}
 	return map[string][]payloadSample{
+		// The journey events: stages/journeymatch builds them with
+		// schemas.JourneyWebhookEnvelope.
+		schemas.TypeWebhookJourneyStarted:   {{"full", true, journeyEnv(schemas.TypeWebhookJourneyStarted, started)}},
+		schemas.TypeWebhookJourneyCompleted: {{"full", true, journeyEnv(schemas.TypeWebhookJourneyCompleted, journey)}},
+		schemas.TypeWebhookJourneyConverted: {{"goal", true, journeyEnv(schemas.TypeWebhookJourneyConverted, converted)},
+			{"event", false, journeyEnv(schemas.TypeWebhookJourneyConverted, convertedPlain)}},
 		// CONTACT_UNSUBSCRIBED: the envelope ingest/transactional's
 		// unsubscribe writes, built by the same function.
 		schemas.TypeContactUnsubscribed: {{"full", true, schemas.ContactUnsubscribed("ws1", "c1", "ada@example.com", at, "m1").Payload}},

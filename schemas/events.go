@@ -51,11 +51,15 @@ const (
 // externalId.
 const EventIDScope = "event"
 
-// EventWebhookEvents maps the webhook envelope types of events to the
-// webhook event names of spec section 6.
+// EventWebhookEvents maps the webhook envelope types of events, and of
+// the journeys they start, complete and convert (journeys_webhooks.go), to
+// the webhook event names of spec section 6; all travel on TopicWebhooks.
 var EventWebhookEvents = map[string]string{
-	TypeWebhookEventRecorded: "EVENT_RECORDED",
-	TypeWebhookGoalRecorded:  WebhookGoalRecorded,
+	TypeWebhookEventRecorded:    "EVENT_RECORDED",
+	TypeWebhookGoalRecorded:     WebhookGoalRecorded,
+	TypeWebhookJourneyStarted:   WebhookJourneyStarted,
+	TypeWebhookJourneyCompleted: WebhookJourneyCompleted,
+	TypeWebhookJourneyConverted: WebhookJourneyConverted,
 }
 
 // Goal types of spec 2.3.

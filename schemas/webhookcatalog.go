@@ -12,7 +12,7 @@ import (
 // ContactConfirmedPayload, EventRecordedData, MessageEventData,
 // EmailBouncedData, EmailComplainedData).
 func init() {
-	for _, e := range builtinWebhookEvents() {
+	for _, e := range append(builtinWebhookEvents(), journeyWebhookEvents()...) {
 		RegisterWebhookEvent(e)
 	}
 }
