@@ -1,0 +1,245 @@
+// Package journeymatch starts and converts journey executions from what
+// contacts do (issue 26 items 3 and 5). It reads the contacts topic:
+//
+//   - contact.event_matched.v1 (the goals stage's hand-off of a recorded
+//     event that matched a contact) first converts the contact's running
+//     executions whose version's exitOn names the event or its goal type
+//     (state converted, with the goal's value, counted in the journey's
+//     revenue), then starts the active `event` journeys listening for the
+//     event's name, or the `website_event` ones for an event from
+//     /public/events, with the event's properties as the trigger's data;
+//   - contact.joined_list.v1 (a membership became ACTIVE: subscribe,
+//     a form without double opt-in, a confirmation click, a journey step)
+//     starts the active `list_joined` journeys of that list, with
+//     {"listId","listName"} as the trigger's data.
+//
+// Each start returns the execution's started announcement (TopicJourneys,
+// for the engine in stages/journeys) and JOURNEY_STARTED; each conversion
+// returns JOURNEY_CONVERTED (TopicWebhooks). Re-entry rules are the
+// store's: a refused start is no error and returns nothing.
+//
+// Exactly once: the execution id is derived from the envelope and journey
+// (journeys.MatchedExecutionID), so a redelivered envelope finds the
+// executions its first delivery started and returns the same envelopes
+// (ids derived from the execution) instead of starting more; a redelivered
+// converting event finds the executions it converted. A second stage of
+// this package (completed.go) turns the engine's step envelopes that
+// complete an execution into JOURNEY_COMPLETED.
+package journeymatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"sendstream/pipeline"
+	"sendstream/schemas"
+	"sendstream/sinks/journeys"
+)
+
+// Name is the matching stage's registered name (and so its consumer
+// group's).
+const Name = "journeymatch"
+
+// Config configures the matching stage; it has no settings yet.
+type Config struct{}
+
+func init() {
+	pipeline.Register(pipeline.Spec[Config]{
+		Name:     Name,
+		Consumes: schemas.TopicContacts,
+		Produces: []string{schemas.TopicJourneys, schemas.TopicWebhooks},
+		Route:    Route,
+		// One contact's envelopes in order (key "<workspace>:<contactId>"),
+		// different contacts concurrently.
+		Concurrency: 16,
+		New: func(_ context.Context, r pipeline.Resources, _ Config) (pipeline.Stage, error) {
+			if r.Postgres == nil {
+				return nil, errors.New(Name + ": needs Postgres")
+			}
+			return New(r.Postgres, journeys.NewStore(r.Postgres, nil)), nil
+		},
+	})
+}
+
+// Route sends started announcements to the journeys topic and the journey
+// webhook events to the webhooks topic.
+func Route(out schemas.Envelope) string {
+	if out.Type == schemas.TypeJourneyExecutionStarted {
+		return schemas.TopicJourneys
+	}
+	return schemas.TopicWebhooks
+}
+
+// Stage is the matching stage. Handle is safe for concurrent use.
+type Stage struct {
+	pg    *pgxpool.Pool
+	store *journeys.Store
+}
+
+var _ pipeline.Stage = (*Stage)(nil)
+
+// New returns the matching stage on pg, starting executions in store.
+func New(pg *pgxpool.Pool, store *journeys.Store) *Stage {
+	return &Stage{pg: pg, store: store}
+}
+
+// Handle converts and starts executions for a matched event or a list
+// join and returns what to publish; other types return nothing. A
+// malformed envelope is a pipeline.Permanent error; a Postgres error is
+// returned for the runner to retry (what committed before it is found
+// again by the retry).
+func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	switch env.Type {
+	case schemas.TypeEventMatched:
+		return s.event(ctx, env)
+	case schemas.TypeContactJoinedList:
+		return s.listJoined(ctx, env)
+	}
+	return nil, nil
+}
+
+// event handles contact.event_matched.v1.
+func (s *Stage) event(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	p, err := schemas.DecodeEventPayload(env.Payload)
+	if err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("%s: envelope %s: decode payload: %w", Name, env.ID, err))
+	}
+	if p.ContactID == "" {
+		return nil, nil // no contact: nothing starts or converts
+	}
+	if env.ID == "" || env.Workspace == "" || p.Event == "" {
+		return nil, pipeline.Permanent(fmt.Errorf("%s: envelope %q: missing id, workspace or event", Name, env.ID))
+	}
+	eventID := env.CausationID // the goals stage's hand-off names the event
+	if eventID == "" {
+		eventID = env.ID
+	}
+	out, err := s.convert(ctx, env, &p, eventID)
+	if err != nil {
+		return nil, err
+	}
+	trigger := schemas.TriggerEvent
+	if p.Source == schemas.EventSourcePublic {
+		trigger = schemas.TriggerWebsiteEvent
+	}
+	started, err := s.startAll(ctx, env, trigger, p.Event, journeys.StartInput{
+		Workspace: env.Workspace, Trigger: trigger, ContactID: p.ContactID, SourceID: eventID, Data: p.Properties,
+	})
+	return append(out, started...), err
+}
+
+// listJoined handles contact.joined_list.v1.
+func (s *Stage) listJoined(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	var p schemas.ListMembershipPayload
+	if err := json.Unmarshal(env.Payload, &p); err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("%s: envelope %s: decode payload: %w", Name, env.ID, err))
+	}
+	if p.ContactID == "" {
+		return nil, nil
+	}
+	if env.ID == "" || env.Workspace == "" || p.ListID == "" {
+		return nil, pipeline.Permanent(fmt.Errorf("%s: envelope %q: missing id, workspace or list", Name, env.ID))
+	}
+	data, err := json.Marshal(map[string]string{"listId": p.ListID, "listName": p.ListName})
+	if err != nil {
+		return nil, fmt.Errorf("%s: envelope %s: encode trigger data: %w", Name, env.ID, err)
+	}
+	return s.startAll(ctx, env, schemas.TriggerListJoined, p.ListID, journeys.StartInput{
+		Workspace: env.Workspace, Trigger: schemas.TriggerListJoined, ContactID: p.ContactID, SourceID: env.ID, Data: data,
+	})
+}
+
+// startAll starts base on every active journey of trigger listening for
+// what, each in its own transaction, and returns the started
+// announcements and JOURNEY_STARTED of the starts the store accepted (or
+// found: a redelivery).
+func (s *Stage) startAll(ctx context.Context, env schemas.Envelope, trigger, what string, base journeys.StartInput) ([]schemas.Envelope, error) {
+	js, err := s.store.Listening(ctx, env.Workspace, trigger, what)
+	if err != nil {
+		return nil, fmt.Errorf("%s: envelope %s: %w", Name, env.ID, err)
+	}
+	var out []schemas.Envelope
+	for _, j := range js {
+		in := base
+		in.JourneyID, in.ExecutionID = j.ID, journeys.MatchedExecutionID(env.ID, j.ID)
+		if len(in.Data) == 0 {
+			in.Data = nil
+		}
+		var e journeys.Execution
+		err := pgx.BeginFunc(ctx, s.pg, func(tx pgx.Tx) error {
+			var err error
+			e, err = s.store.Start(ctx, tx, in)
+			return err
+		})
+		if refused(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: envelope %s: %w", Name, env.ID, err)
+		}
+		out = append(out, journeys.StartedEnvelope(e, env.ID),
+			schemas.JourneyWebhookEnvelope(env.Workspace, schemas.TypeWebhookJourneyStarted, env.ID, schemas.JourneyWebhookData{
+				JourneyID: e.JourneyID, JourneyName: j.Name, ExecutionID: e.ID, Version: e.Version, ContactID: e.ContactID,
+				Email: e.Email, Trigger: e.Trigger, OccurredAt: e.StartedAt,
+			}))
+	}
+	return out, nil
+}
+
+// refused reports a start the store refused for a reason a retry would not
+// change now: re-entry, the contact's status or absence, or a journey
+// paused, archived or changed since Listening read it.
+func refused(err error) bool {
+	for _, r := range []error{journeys.ErrReentry, journeys.ErrContactNotActive, journeys.ErrContactNotFound,
+		journeys.ErrNotActive, journeys.ErrWrongTrigger, journeys.ErrNotFound} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// convert ends the contact's running executions that p converts and
+// returns their JOURNEY_CONVERTED envelopes (again for those a first
+// delivery converted).
+func (s *Stage) convert(ctx context.Context, env schemas.Envelope, p *schemas.EventPayload, eventID string) ([]schemas.Envelope, error) {
+	var value *float64
+	if p.Value != "" {
+		v, err := strconv.ParseFloat(p.Value, 64)
+		if err != nil {
+			return nil, pipeline.Permanent(fmt.Errorf("%s: envelope %s: value %q: %w", Name, env.ID, p.Value, err))
+		}
+		value = &v
+	}
+	since := p.ReceivedAt
+	if since.IsZero() {
+		since = p.OccurredAt
+	}
+	var convs []journeys.Conversion
+	err := pgx.BeginFunc(ctx, s.pg, func(tx pgx.Tx) error {
+		var err error
+		convs, err = s.store.Convert(ctx, tx, journeys.ConvertInput{Workspace: env.Workspace, ContactID: p.ContactID,
+			Event: p.Event, GoalType: p.GoalType, Value: value, Since: since})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: envelope %s: %w", Name, env.ID, err)
+	}
+	out := make([]schemas.Envelope, 0, len(convs))
+	for _, c := range convs {
+		d := schemas.JourneyWebhookData{JourneyID: c.JourneyID, JourneyName: c.JourneyName, ExecutionID: c.ExecutionID,
+			Version: c.Version, ContactID: c.ContactID, Email: c.Email, EventID: eventID, Event: p.Event,
+			GoalType: p.GoalType, Currency: p.Currency, OccurredAt: p.OccurredAt}
+		if c.Value != nil {
+			d.Value = json.Number(strconv.FormatFloat(*c.Value, 'f', -1, 64))
+		}
+		out = append(out, schemas.JourneyWebhookEnvelope(env.Workspace, schemas.TypeWebhookJourneyConverted, env.ID, d))
+	}
+	return out, nil
+}
