@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -218,7 +219,14 @@ func whIsolation(ctx context.Context, c *harness.CustomRun, f *whFleet, d *whDri
 		ratios = append(ratios, ratio)
 		b.phase.Figures["ratioToRef"] = ratio
 		b.phase.Figures["perEndpointRatioToA"] = (b.rate / float64(whEndpoints-1)) / (rateA / whEndpoints)
-		b.phase.Note += fmt.Sprintf(", %.2f× b-ref%d, per endpoint %.2f× (a)", ratio, i, b.phase.Figures["perEndpointRatioToA"])
+		// CPU of the system's processes per healthy delivery, b over b-ref:
+		// what the hanging endpoint costs the others when CPU is short.
+		sys := func(cpu map[string]float64) float64 {
+			return cpu["server"] + cpu["broker"] + cpu["postgres"] + cpu["clickhouse"]
+		}
+		b.phase.Figures["systemCpuRatioToRef"] = sys(b.phase.CPUUsPerOp) / max(sys(ref.phase.CPUUsPerOp), 1)
+		b.phase.Note += fmt.Sprintf(", %.2f× b-ref%d (system CPU per delivery %.2f× b-ref%d's), per endpoint %.2f× (a)",
+			ratio, i, b.phase.Figures["systemCpuRatioToRef"], i, b.phase.Figures["perEndpointRatioToA"])
 		c.AddPhase(b.phase)
 	}
 	return harness.Median(ratios), nil
@@ -309,8 +317,7 @@ func whCapacity(ctx context.Context, c *harness.CustomRun, f *whFleet, d *whDriv
 	// The machine's CPU outside the measured processes: the kernel's
 	// loopback and TLS work not charged to a process, and whatever else
 	// runs on the host (on a shared machine, other builds and tests).
-	ours := cpu["server"] + cpu["broker"] + cpu["postgres"] + cpu["clickhouse"] + cpu["generator"]
-	p.Figures["otherCores"] = (cpu["machine"] - ours) * delivered / elapsed.Seconds() / 1e6
+	whCores(p.Figures, cpu, delivered/elapsed.Seconds())
 	what := "50 healthy"
 	if hang >= 0 {
 		hung := f.recv[hang].hung.Load() - hung0
@@ -320,8 +327,21 @@ func whCapacity(ctx context.Context, c *harness.CustomRun, f *whFleet, d *whDriv
 	p.Note = fmt.Sprintf("%s deliveries/s (%s events/s) to %s over %.0f s, slowest second %s, machine %.0f µs/delivery (server %.0f, broker %.0f, postgres %.0f, clickhouse %.0f, receivers+sender %.0f)",
 		si(rate), si(float64(e1-e0)/elapsed.Seconds()), what, elapsed.Seconds(), si(minOf(perSec)),
 		cpu["machine"], cpu["server"], cpu["broker"], cpu["postgres"], cpu["clickhouse"], cpu["generator"])
-	p.Note += fmt.Sprintf(", %.2f cores outside these", p.Figures["otherCores"])
+	p.Note += fmt.Sprintf(", %.2f cores busy outside these, %.2f idle", p.Figures["otherCores"], p.Figures["idleCores"])
 	return whCap{rate: rate, phase: p}, nil
+}
+
+// whCores adds two figures of the host during a phase: otherCores, the
+// CPU busy outside the measured processes (the kernel's loopback and TLS
+// work not charged to a process, and whatever else runs on the host: on a
+// shared machine, other builds and tests), and idleCores, the CPU nobody
+// used. A phase whose rate drops while idleCores stays near 0 was short of
+// CPU; one with idle cores was held back by something else (e.g. waiting
+// on a hanging receiver).
+func whCores(fig map[string]float64, cpu map[string]float64, perSec float64) {
+	ours := cpu["server"] + cpu["broker"] + cpu["postgres"] + cpu["clickhouse"] + cpu["generator"]
+	fig["otherCores"] = (cpu["machine"] - ours) * perSec / 1e6
+	fig["idleCores"] = float64(runtime.NumCPU()) - cpu["machine"]*perSec/1e6
 }
 
 // whLat is the latency phase's result.
@@ -399,6 +419,8 @@ func whLatencyPhase(ctx context.Context, c *harness.CustomRun, f *whFleet, d *wh
 		}}
 	p.Note = fmt.Sprintf("%g events/s × 50 = %s deliveries/s, event → first attempt p50 %.1f p99 %.1f p999 %.1f ms over %d (%d missing after 30 s), from body timestamp p99 %.1f ms, machine %.0f µs/delivery",
 		rate, si(delivered/c.Duration.Seconds()), fs.P50Ms, fs.P99Ms, fs.P999Ms, fs.Count, missing, ts.P99Ms, cpu["machine"])
+	whCores(p.Figures, cpu, delivered/c.Duration.Seconds())
+	p.Note += fmt.Sprintf(" (%.2f cores busy outside the measured processes, %.2f idle)", p.Figures["otherCores"], p.Figures["idleCores"])
 	if len(sent) == 0 {
 		return whLat{}, fmt.Errorf("latency phase: no contact upsert succeeded: %v", d.firstErr.Load())
 	}
