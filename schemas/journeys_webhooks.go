@@ -13,9 +13,9 @@ import (
 // completes and converts at most once, so every copy of one of them is one
 // message to receivers. Payload JourneyWebhookData.
 const (
-	// TypeWebhookJourneyStarted: an event, website event or list join
-	// started an execution (the matching stage returns it beside the
-	// started announcement). JOURNEY_STARTED.
+	// TypeWebhookJourneyStarted: an execution started (the trigger
+	// endpoint, an event, a website event or a list join), announced from
+	// its journey_execution.started.v1. JOURNEY_STARTED.
 	TypeWebhookJourneyStarted = "webhook.journey_started.v1"
 	// TypeWebhookJourneyCompleted: an execution ran out of steps (state
 	// completed; an exit step or a conversion is not a completion).
@@ -78,9 +78,9 @@ func journeyWebhookEvents() []WebhookEvent {
 	}
 	req := []string{"journeyId", "journeyName", "executionId", "version", "contactId", "email", "occurredAt"}
 	return []WebhookEvent{
-		{Name: WebhookJourneyStarted, Description: "A recorded event (event or website_event trigger) or a list join (list_joined trigger) started a journey execution for a contact. Executions started by POST /api/public/journeys/trigger answer with their id instead and fire nothing.",
+		{Name: WebhookJourneyStarted, Description: "A journey execution started for a contact: by POST /api/public/journeys/trigger (api_event), a recorded event (event), an event from /public/events (website_event) or a list join (list_joined). One per execution.",
 			Data: whObject(append(req, "trigger"), with(base,
-				`"trigger":{"type":"string","enum":["event","website_event","list_joined"],"description":"The journey's trigger type."}`,
+				`"trigger":{"type":"string","enum":["api_event","event","website_event","list_joined"],"description":"What started it: the journey's trigger type."}`,
 				`"occurredAt":{"type":"string","format":"date-time","description":"When the execution started (ISO 8601, UTC)."}`)...)},
 		{Name: WebhookJourneyCompleted, Description: "A journey execution ran out of steps (state completed). An exit step, a conversion or archiving the journey is not a completion.",
 			Data: whObject(req, with(base,

@@ -25,8 +25,8 @@ import (
 	"sendstream/stages/webhookfanout"
 )
 
-// TestMatchingThroughBroker runs the goals stage, the matching stage, the
-// webhooks-topic fan-out and webhook delivery in the real runner on an
+// TestMatchingThroughBroker runs the goals stage, the matching and
+// started-announcing stages, the webhooks-topic fan-out and webhook delivery in the real runner on an
 // in-process broker and the stack's Postgres. A recorded event of a
 // contact published twice (a redelivery) starts exactly one execution of
 // a listening once journey: its started announcement is on the journeys
@@ -108,7 +108,7 @@ func TestMatchingThroughBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	stages, err := pipeline.SelectStages(goals.Name, journeymatch.Name, webhookfanout.NameWebhooks, webhookdelivery.Name)
+	stages, err := pipeline.SelectStages(goals.Name, journeymatch.Name, journeymatch.NameStarted, webhookfanout.NameWebhooks, webhookdelivery.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,17 +14,18 @@
 //     {"listId","listName"} as the trigger's data.
 //
 // Each start returns the execution's started announcement (TopicJourneys,
-// for the engine in stages/journeys) and JOURNEY_STARTED; each conversion
-// returns JOURNEY_CONVERTED (TopicWebhooks). Re-entry rules are the
-// store's: a refused start is no error and returns nothing.
+// for the engine in stages/journeys); each conversion returns
+// JOURNEY_CONVERTED (TopicWebhooks). Re-entry rules are the store's: a
+// refused start is no error and returns nothing.
 //
 // Exactly once: the execution id is derived from the envelope and journey
 // (journeys.MatchedExecutionID), so a redelivered envelope finds the
 // executions its first delivery started and returns the same envelopes
 // (ids derived from the execution) instead of starting more; a redelivered
-// converting event finds the executions it converted. A second stage of
-// this package (completed.go) turns the engine's step envelopes that
-// complete an execution into JOURNEY_COMPLETED.
+// converting event finds the executions it converted. The Lifecycle stages
+// of this package (lifecycle.go) announce every started execution
+// (JOURNEY_STARTED, the trigger endpoint's too) and every completed one
+// (JOURNEY_COMPLETED).
 package journeymatch
 
 import (
@@ -67,8 +68,8 @@ func init() {
 	})
 }
 
-// Route sends started announcements to the journeys topic and the journey
-// webhook events to the webhooks topic.
+// Route sends started announcements to the journeys topic and
+// JOURNEY_CONVERTED to the webhooks topic.
 func Route(out schemas.Envelope) string {
 	if out.Type == schemas.TypeJourneyExecutionStarted {
 		return schemas.TopicJourneys
@@ -157,8 +158,8 @@ func (s *Stage) listJoined(ctx context.Context, env schemas.Envelope) ([]schemas
 
 // startAll starts base on every active journey of trigger listening for
 // what, each in its own transaction, and returns the started
-// announcements and JOURNEY_STARTED of the starts the store accepted (or
-// found: a redelivery).
+// announcements of the starts the store accepted (or found: a
+// redelivery).
 func (s *Stage) startAll(ctx context.Context, env schemas.Envelope, trigger, what string, base journeys.StartInput) ([]schemas.Envelope, error) {
 	js, err := s.store.Listening(ctx, env.Workspace, trigger, what)
 	if err != nil {
@@ -183,11 +184,7 @@ func (s *Stage) startAll(ctx context.Context, env schemas.Envelope, trigger, wha
 		if err != nil {
 			return nil, fmt.Errorf("%s: envelope %s: %w", Name, env.ID, err)
 		}
-		out = append(out, journeys.StartedEnvelope(e, env.ID),
-			schemas.JourneyWebhookEnvelope(env.Workspace, schemas.TypeWebhookJourneyStarted, env.ID, schemas.JourneyWebhookData{
-				JourneyID: e.JourneyID, JourneyName: j.Name, ExecutionID: e.ID, Version: e.Version, ContactID: e.ContactID,
-				Email: e.Email, Trigger: e.Trigger, OccurredAt: e.StartedAt,
-			}))
+		out = append(out, journeys.StartedEnvelope(e, env.ID))
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"sendstream/deploy/stack"
@@ -130,45 +131,24 @@ func (f *fixture) executions(t *testing.T, journey, contact, state string) int {
 	return n
 }
 
-// started returns the started payloads among out, checking each has its
-// JOURNEY_STARTED beside it with the derived id.
+// started returns the started payloads among out (every envelope must be
+// one, with its derived id, routed to the journeys topic).
 func started(t *testing.T, out []schemas.Envelope) []schemas.JourneyExecutionStarted {
 	t.Helper()
-	hooks := map[string]schemas.JourneyWebhookData{}
 	var s []schemas.JourneyExecutionStarted
 	for _, env := range out {
-		switch env.Type {
-		case schemas.TypeJourneyExecutionStarted:
-			var p schemas.JourneyExecutionStarted
-			if err := json.Unmarshal(env.Payload, &p); err != nil {
-				t.Fatal(err)
-			}
-			if env.ID != schemas.JourneyStartedEnvelopeID(p.ExecutionID) || journeymatch.Route(env) != schemas.TopicJourneys {
-				t.Errorf("started envelope id %s or route %s", env.ID, journeymatch.Route(env))
-			}
-			s = append(s, p)
-		case schemas.TypeWebhookJourneyStarted:
-			var d schemas.JourneyWebhookData
-			if err := json.Unmarshal(env.Payload, &d); err != nil {
-				t.Fatal(err)
-			}
-			if env.ID != schemas.JourneyWebhookID(d.ExecutionID, env.Type) || journeymatch.Route(env) != schemas.TopicWebhooks {
-				t.Errorf("JOURNEY_STARTED id %s or route %s", env.ID, journeymatch.Route(env))
-			}
-			hooks[d.ExecutionID] = d
-		default:
+		if env.Type != schemas.TypeJourneyExecutionStarted {
 			t.Errorf("unexpected %s", env.Type)
+			continue
 		}
-	}
-	for _, p := range s {
-		d, ok := hooks[p.ExecutionID]
-		if !ok || d.JourneyID != p.JourneyID || d.ContactID != p.ContactID || d.Email != p.Email || d.Trigger != p.Trigger ||
-			d.JourneyName == "" || d.Version != p.Version {
-			t.Errorf("execution %s: JOURNEY_STARTED %+v does not match %+v", p.ExecutionID, d, p)
+		var p schemas.JourneyExecutionStarted
+		if err := json.Unmarshal(env.Payload, &p); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(hooks) != len(s) {
-		t.Errorf("%d JOURNEY_STARTED for %d starts", len(hooks), len(s))
+		if env.ID != schemas.JourneyStartedEnvelopeID(p.ExecutionID) || journeymatch.Route(env) != schemas.TopicJourneys {
+			t.Errorf("started envelope id %s or route %s", env.ID, journeymatch.Route(env))
+		}
+		s = append(s, p)
 	}
 	return s
 }
@@ -201,7 +181,7 @@ func TestEventStartsOnceJourneyOnce(t *testing.T) {
 		t.Fatalf("started %+v", s)
 	}
 	again := f.handle(t, env)
-	if ids(again) != ids(first) || len(again) != 2 {
+	if ids(again) != ids(first) || len(again) != 1 {
 		t.Errorf("redelivery returned %s, first %s", ids(again), ids(first))
 	}
 	if n := f.executions(t, j, c, ""); n != 1 {
@@ -356,38 +336,84 @@ func TestExitOnConverts(t *testing.T) {
 	}
 }
 
-// The completed stage announces an execution whose last step completed
-// it, once per execution id, and nothing for other steps.
-func TestCompletedAnnounced(t *testing.T) {
+// The lifecycle stage announces every started execution (a matched one
+// and one from the trigger endpoint) as JOURNEY_STARTED, and an execution
+// whose last step completed it as JOURNEY_COMPLETED, each under an id
+// derived from the execution; other steps and wake-ups announce nothing.
+func TestLifecycleAnnounces(t *testing.T) {
 	f := newFixture(t)
 	j := f.journey(t, `{"name":"Done","status":"active","reentry":"always","trigger":{"type":"event","event":"x"},`+steps+`}`)
+	api := f.journey(t, `{"name":"Api","status":"active","reentry":"always","trigger":{"type":"api_event"},`+steps+`}`)
 	c := f.contact(t)
-	s := started(t, f.handle(t, f.matched(t, schemas.EventPayload{Event: "x", ContactID: c})))
+	matchedOut := f.handle(t, f.matched(t, schemas.EventPayload{Event: "x", ContactID: c}))
+	s := started(t, matchedOut)
 	if len(s) != 1 {
 		t.Fatalf("started %+v", s)
 	}
-	stage := journeymatch.NewCompleted(f.store)
+	var apiExec journeys.Execution
+	if err := pgx.BeginFunc(context.Background(), f.pg, func(tx pgx.Tx) error {
+		var err error
+		apiExec, err = f.store.Start(context.Background(), tx, journeys.StartInput{Workspace: f.ws, JourneyID: api,
+			Trigger: schemas.TriggerAPIEvent, ContactID: c, ExecutionID: schemas.NewID()})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stage := journeymatch.NewLifecycle(f.store)
+	handle := func(env schemas.Envelope) []schemas.Envelope {
+		t.Helper()
+		out, err := stage.Handle(context.Background(), env)
+		if err != nil {
+			t.Fatalf("lifecycle %s: %v", env.Type, err)
+		}
+		return out
+	}
+	hook := func(out []schemas.Envelope, typ, exec string) schemas.JourneyWebhookData {
+		t.Helper()
+		if len(out) != 1 || out[0].Type != typ || out[0].ID != schemas.JourneyWebhookID(exec, typ) {
+			t.Fatalf("got %v, want one %s of %s", out, typ, exec)
+		}
+		var d schemas.JourneyWebhookData
+		if err := json.Unmarshal(out[0].Payload, &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		env                          schemas.Envelope
+		journey, name, trigger, exec string
+	}{
+		{matchedOut[0], j, "Done", schemas.TriggerEvent, s[0].ExecutionID},
+		{journeys.StartedEnvelope(apiExec, "request"), api, "Api", schemas.TriggerAPIEvent, apiExec.ID},
+	} {
+		first := handle(tc.env)
+		d := hook(first, schemas.TypeWebhookJourneyStarted, tc.exec)
+		if d.JourneyID != tc.journey || d.JourneyName != tc.name || d.Trigger != tc.trigger || d.ContactID != c ||
+			d.Email != c+"@example.test" || d.Version != 1 || d.OccurredAt.IsZero() {
+			t.Errorf("JOURNEY_STARTED %+v", d)
+		}
+		if again := handle(tc.env); ids(again) != ids(first) {
+			t.Errorf("redelivery returned %s, first %s", ids(again), ids(first))
+		}
+	}
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	step := func(final string) schemas.Envelope {
 		return schemas.JourneyStepEnvelope(f.ws, "cause", schemas.JourneyStepDone{ExecutionID: s[0].ExecutionID, JourneyID: j,
 			Version: 1, ContactID: c, Step: "1", StepType: schemas.StepSendEmail, Outcome: schemas.StepOutcomeSent, At: at, Final: final})
 	}
-	if out, err := stage.Handle(context.Background(), step("")); err != nil || len(out) != 0 {
-		t.Errorf("a step that does not end the execution returned %v, %v", out, err)
+	if out := handle(step("")); len(out) != 0 {
+		t.Errorf("a step that does not end the execution returned %v", out)
 	}
-	if out, err := stage.Handle(context.Background(), step(journeys.StateExited)); err != nil || len(out) != 0 {
-		t.Errorf("an exit returned %v, %v", out, err)
+	if out := handle(step(journeys.StateExited)); len(out) != 0 {
+		t.Errorf("an exit returned %v", out)
 	}
-	out, err := stage.Handle(context.Background(), step(journeys.StateCompleted))
-	if err != nil || len(out) != 1 {
-		t.Fatalf("completion returned %v, %v", out, err)
+	wake := schemas.JourneyWakeEnvelope(schemas.NewID(), f.ws, f.ws+":"+c, "cause",
+		schemas.JourneyWake{ExecutionID: s[0].ExecutionID, Position: "0", DueAt: at})
+	if out := handle(wake); len(out) != 0 {
+		t.Errorf("a wake-up returned %v", out)
 	}
-	var d schemas.JourneyWebhookData
-	if err := json.Unmarshal(out[0].Payload, &d); err != nil {
-		t.Fatal(err)
-	}
-	if out[0].Type != schemas.TypeWebhookJourneyCompleted || out[0].ID != schemas.JourneyWebhookID(s[0].ExecutionID, out[0].Type) ||
-		d.JourneyID != j || d.JourneyName != "Done" || d.Email != c+"@example.test" || !d.OccurredAt.Equal(at) || d.Version != 1 {
-		t.Errorf("JOURNEY_COMPLETED %s %+v", out[0].ID, d)
+	d := hook(handle(step(journeys.StateCompleted)), schemas.TypeWebhookJourneyCompleted, s[0].ExecutionID)
+	if d.JourneyID != j || d.JourneyName != "Done" || d.Email != c+"@example.test" || !d.OccurredAt.Equal(at) || d.Version != 1 {
+		t.Errorf("JOURNEY_COMPLETED %+v", d)
 	}
 }

@@ -1,0 +1,96 @@
+package journeymatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"sendstream/pipeline"
+	"sendstream/schemas"
+	"sendstream/sinks/journeys"
+)
+
+// Names of the stages that announce executions starting and completing.
+// One Lifecycle is registered per topic it reads.
+const (
+	NameStarted   = "journeymatch.started"   // TopicJourneys: JOURNEY_STARTED
+	NameCompleted = "journeymatch.completed" // TopicJourneySteps: JOURNEY_COMPLETED
+)
+
+func init() {
+	for name, topic := range map[string]string{NameStarted: schemas.TopicJourneys, NameCompleted: schemas.TopicJourneySteps} {
+		pipeline.Register(pipeline.Spec[Config]{
+			Name: name, Consumes: topic, Produces: []string{schemas.TopicWebhooks},
+			Concurrency: 16,
+			New: func(_ context.Context, r pipeline.Resources, _ Config) (pipeline.Stage, error) {
+				if r.Postgres == nil {
+					return nil, errors.New(name + ": needs Postgres")
+				}
+				return NewLifecycle(journeys.NewStore(r.Postgres, nil)), nil
+			},
+		})
+	}
+}
+
+// Lifecycle turns journey envelopes into webhook events: a started
+// announcement (journey_execution.started.v1, whatever started it: the
+// trigger endpoint, an event, a website event, a list join) into
+// JOURNEY_STARTED, and the engine's step envelope whose step completed its
+// execution (Final "completed": it ran out of steps) into
+// JOURNEY_COMPLETED. Ids are derived from the execution id, so every
+// redelivery returns the same envelope. Handle is safe for concurrent use.
+type Lifecycle struct {
+	store *journeys.Store
+}
+
+var _ pipeline.Stage = (*Lifecycle)(nil)
+
+// NewLifecycle returns the stage, reading journeys and executions from
+// store.
+func NewLifecycle(store *journeys.Store) *Lifecycle {
+	return &Lifecycle{store: store}
+}
+
+// Handle returns JOURNEY_STARTED or JOURNEY_COMPLETED, or nothing for any
+// other envelope (wake-ups, steps that do not complete) or a journey or
+// contact that is gone. A malformed envelope is a pipeline.Permanent
+// error; a Postgres error is retried by the runner.
+func (l *Lifecycle) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	switch env.Type {
+	case schemas.TypeJourneyExecutionStarted:
+		var p schemas.JourneyExecutionStarted
+		if err := json.Unmarshal(env.Payload, &p); err != nil {
+			return nil, pipeline.Permanent(fmt.Errorf("%s: envelope %s: decode payload: %w", NameStarted, env.ID, err))
+		}
+		j, err := l.store.Get(ctx, env.Workspace, p.JourneyID)
+		if errors.Is(err, journeys.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: envelope %s: %w", NameStarted, env.ID, err)
+		}
+		return []schemas.Envelope{schemas.JourneyWebhookEnvelope(env.Workspace, schemas.TypeWebhookJourneyStarted, env.ID,
+			schemas.JourneyWebhookData{JourneyID: p.JourneyID, JourneyName: j.Name, ExecutionID: p.ExecutionID, Version: p.Version,
+				ContactID: p.ContactID, Email: p.Email, Trigger: p.Trigger, OccurredAt: p.StartedAt})}, nil
+	case schemas.TypeJourneyStepDone:
+		var d schemas.JourneyStepDone
+		if err := json.Unmarshal(env.Payload, &d); err != nil {
+			return nil, pipeline.Permanent(fmt.Errorf("%s: envelope %s: decode payload: %w", NameCompleted, env.ID, err))
+		}
+		if d.Final != journeys.StateCompleted {
+			return nil, nil
+		}
+		info, err := l.store.Info(ctx, env.Workspace, d.ExecutionID)
+		if errors.Is(err, journeys.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: envelope %s: %w", NameCompleted, env.ID, err)
+		}
+		return []schemas.Envelope{schemas.JourneyWebhookEnvelope(env.Workspace, schemas.TypeWebhookJourneyCompleted, env.ID,
+			schemas.JourneyWebhookData{JourneyID: info.JourneyID, JourneyName: info.JourneyName, ExecutionID: d.ExecutionID,
+				Version: info.Version, ContactID: info.ContactID, Email: info.Email, OccurredAt: d.At})}, nil
+	}
+	return nil, nil
+}
