@@ -136,7 +136,7 @@ func init() {
 			if r.Publisher == nil {
 				return nil, fmt.Errorf("%s: needs a Publisher (scheduled retries)", Name)
 			}
-			sched, err := StartScheduler(ctx, r.Postgres, r.Publisher, SchedulerConfig{Logger: r.Logger})
+			sched, err := StartScheduler(ctx, r.Postgres, r.Publisher, SchedulerConfig{Queue: QueueFor(r.Settings["topic_prefix"]), Logger: r.Logger})
 			if err != nil {
 				return nil, err
 			}

@@ -68,7 +68,7 @@ func TestContactCreatedReachesSubscriber(t *testing.T) {
 	go func() {
 		runErr <- pipeline.Run(runCtx, pipeline.RunConfig{Brokers: brokers, TopicPrefix: prefix, Stages: stages,
 			Resources: pipeline.Resources{Postgres: pg, Publisher: prod,
-				Settings: map[string]string{"webhook_allow_private": "127.0.0.0/8", "secret": "e2e-test-secret-0123456789abcdef"}}})
+				Settings: map[string]string{"webhook_allow_private": "127.0.0.0/8", "secret": "e2e-test-secret-0123456789abcdef", "topic_prefix": prefix}}})
 	}()
 	defer func() {
 		stopRun()

@@ -2,10 +2,13 @@ package webhookdelivery
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,6 +88,40 @@ type scheduled struct {
 
 // DefaultQueue is the River queue of scheduled deliveries.
 const DefaultQueue = "webhook_deliveries"
+
+// QueueFor is the River queue of the scheduled deliveries of a deployment
+// whose topics carry prefix (SENDSTREAM_TOPIC_PREFIX, the stage setting
+// topic_prefix): deployments sharing a database but not their topics
+// (tests, a benchmark, staging beside production) must not work each
+// other's jobs, whose envelopes would be published to the wrong topics.
+// "" gives DefaultQueue; the prefix's letters and digits are kept, every
+// other run of characters becomes one "_", and a name over River's 64
+// characters is cut and ends with a hash of the prefix.
+func QueueFor(prefix string) string {
+	if prefix == "" {
+		return DefaultQueue
+	}
+	var b strings.Builder
+	b.WriteString(DefaultQueue)
+	sep := true
+	for _, r := range strings.ToLower(prefix) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if sep {
+				b.WriteByte('_')
+				sep = false
+			}
+			b.WriteRune(r)
+		} else {
+			sep = true
+		}
+	}
+	q := b.String()
+	if len(q) > 64 {
+		h := sha256.Sum256([]byte(prefix))
+		q = strings.TrimRight(q[:47], "_") + "_" + hex.EncodeToString(h[:8])
+	}
+	return q
+}
 
 // SchedulerConfig configures a Scheduler. Zero values take the defaults.
 type SchedulerConfig struct {
