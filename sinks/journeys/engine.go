@@ -20,6 +20,8 @@ import (
 var (
 	//go:embed sql/engine_lock.sql
 	sqlEngineLock string
+	//go:embed sql/engine_peek.sql
+	sqlEnginePeek string
 	//go:embed sql/engine_move.sql
 	sqlEngineMove string
 	//go:embed sql/engine_step_insert.sql
@@ -53,15 +55,26 @@ type Run struct {
 // step of an execution runs at a time across processes. ErrNotFound when
 // there is no such execution.
 func (s *Store) LockRun(ctx context.Context, tx pgx.Tx, id string) (Run, error) {
+	return scanRun(tx.QueryRow(ctx, sqlEngineLock, id), id)
+}
+
+// PeekRun reads execution id without a lock (what a step needs before its
+// transaction: the engine calls the Mailer and the contacts store outside
+// it, so a transaction never waits for a second pool connection).
+func (s *Store) PeekRun(ctx context.Context, id string) (Run, error) {
+	return scanRun(s.pg.QueryRow(ctx, sqlEnginePeek, id), id)
+}
+
+func scanRun(row pgx.Row, id string) (Run, error) {
 	r := Run{ID: id}
 	var data []byte
-	err := tx.QueryRow(ctx, sqlEngineLock, id).Scan(&r.Workspace, &r.JourneyID, &r.Version, &r.ContactID, &r.Email,
+	err := row.Scan(&r.Workspace, &r.JourneyID, &r.Version, &r.ContactID, &r.Email,
 		&r.State, &r.Position, &r.Trigger, &data, &r.StartedAt, &r.NextWakeAt, &r.JourneyStatus)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Run{}, ErrNotFound
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("lock execution %s: %w", id, err)
+		return Run{}, fmt.Errorf("read execution %s: %w", id, err)
 	}
 	r.Data = data
 	if r.NextWakeAt != nil {

@@ -230,14 +230,49 @@ type stepResult struct {
 	publish                    []schemas.Envelope
 }
 
-// step runs the step the execution is at, in one transaction. more reports
-// that the next step may run at once.
+// step runs the step the execution is at. It reads the execution first
+// without a lock and runs a step with an outside effect (send_email, the
+// contact and list steps) before its transaction: those calls take pool
+// connections of their own, and a transaction holding one while waiting
+// for another deadlocks a busy pool. The effects are idempotent by the
+// step's key, so running one again (the execution moved meanwhile, or a
+// crash before the commit) repeats nothing. The transaction then locks the
+// execution, checks it is still where it was read, and commits the step's
+// record, the move and any timer together. more reports that the next
+// step may run at once.
 func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, wake *schemas.JourneyWake) (out []schemas.Envelope, more bool, err error) {
+	seen, err := s.o.Store.PeekRun(ctx, execID)
+	if errors.Is(err, journeys.ErrNotFound) {
+		return nil, false, nil // gone with its contact or journey
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+	}
+	if seen.State != journeys.StateActive || seen.JourneyStatus == schemas.JourneyArchived {
+		return nil, false, nil
+	}
+	def, err := s.definition(ctx, seen.JourneyID, seen.Version)
+	if err != nil {
+		return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+	}
+	st, err := def.StepAt(seen.Position)
+	if err != nil {
+		return nil, false, pipeline.Permanent(fmt.Errorf("execution %s: %w", execID, err))
+	}
+	var effect *stepResult
+	if seen.JourneyStatus == schemas.JourneyActive && seen.NextWakeAt == nil && hasEffect(st.Type) {
+		r, err := s.effect(ctx, seen, st)
+		if err != nil {
+			return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+		}
+		effect = &r
+	}
+	moved := false
 	err = pgx.BeginFunc(ctx, s.o.Postgres, func(tx pgx.Tx) error {
-		out, more = nil, false
+		out, more, moved = nil, false, false
 		run, err := s.o.Store.LockRun(ctx, tx, execID)
 		if errors.Is(err, journeys.ErrNotFound) {
-			return nil // gone with its contact or journey
+			return nil
 		}
 		if err != nil {
 			return err
@@ -245,17 +280,14 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 		if run.State != journeys.StateActive || run.JourneyStatus == schemas.JourneyArchived {
 			return nil
 		}
+		if run.Position != seen.Position || (run.NextWakeAt == nil) != (seen.NextWakeAt == nil) ||
+			run.JourneyStatus != seen.JourneyStatus {
+			moved = true // changed since it was read: read again
+			return nil
+		}
 		now := s.o.Now().UTC()
 		if run.JourneyStatus != schemas.JourneyActive { // paused: hold, look again later
 			return s.schedule(ctx, tx, env, run, schemas.ChildID(env.ID, schemas.TypeJourneyWake, 1), now.Add(s.o.HoldRecheck))
-		}
-		def, err := s.definition(ctx, run.JourneyID, run.Version)
-		if err != nil {
-			return err
-		}
-		st, err := def.StepAt(run.Position)
-		if err != nil {
-			return pipeline.Permanent(fmt.Errorf("execution %s: %w", run.ID, err))
 		}
 		var res stepResult
 		switch {
@@ -280,8 +312,10 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 			}
 			id := schemas.ChildID(run.ID+"/"+run.Position, schemas.TypeJourneyWake, 0)
 			return s.schedule(ctx, tx, env, run, id, due)
+		case effect != nil:
+			res = *effect
 		default:
-			if res, err = s.act(ctx, tx, env, run, def, st, now); err != nil {
+			if res, err = s.decide(ctx, tx, run, st, now); err != nil {
 				return err
 			}
 		}
@@ -291,7 +325,20 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 	if err != nil {
 		return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
 	}
+	if moved {
+		return nil, true, nil
+	}
 	return out, more, nil
+}
+
+// hasEffect reports whether steps of type t act outside the execution
+// (they run before the step's transaction).
+func hasEffect(t string) bool {
+	switch t {
+	case schemas.StepSendEmail, schemas.StepUpdateContact, schemas.StepAddToList, schemas.StepRemoveFromList:
+		return true
+	}
+	return false
 }
 
 // isWait reports whether steps of type t wait for a timer.
@@ -307,8 +354,9 @@ func (s *Stage) schedule(ctx context.Context, tx pgx.Tx, env schemas.Envelope, r
 	return s.o.Timers.Schedule(ctx, tx, schemas.TopicJourneys, wenv, due)
 }
 
-// act runs a step that does not wait.
-func (s *Stage) act(ctx context.Context, tx pgx.Tx, env schemas.Envelope, run journeys.Run, def *schemas.JourneyDefinition, st *schemas.JourneyStep, now time.Time) (stepResult, error) {
+// decide runs a step without an outside effect that does not wait, within
+// tx.
+func (s *Stage) decide(ctx context.Context, tx pgx.Tx, run journeys.Run, st *schemas.JourneyStep, now time.Time) (stepResult, error) {
 	switch st.Type {
 	case schemas.StepBranch:
 		ok, err := (&evaluator{store: s.o.Store, q: tx, run: run, now: now}).eval(ctx, st.If)
@@ -321,13 +369,16 @@ func (s *Stage) act(ctx context.Context, tx pgx.Tx, env schemas.Envelope, run jo
 		return stepResult{outcome: schemas.StepOutcomeElse, arm: schemas.ArmElse}, nil
 	case schemas.StepExit:
 		return stepResult{outcome: schemas.StepOutcomeExited, exit: true}, nil
-	case schemas.StepSendEmail:
-		return s.send(ctx, run, st)
-	case schemas.StepUpdateContact, schemas.StepAddToList, schemas.StepRemoveFromList:
-		return s.contact(ctx, run, st)
-	default:
-		return stepResult{outcome: schemas.StepOutcomeSkipped, detail: st.Type + " is not run by the engine yet"}, nil
 	}
+	return stepResult{outcome: schemas.StepOutcomeSkipped, detail: st.Type + " is not run by the engine yet"}, nil
+}
+
+// effect runs a step with an outside effect (hasEffect).
+func (s *Stage) effect(ctx context.Context, run journeys.Run, st *schemas.JourneyStep) (stepResult, error) {
+	if st.Type == schemas.StepSendEmail {
+		return s.send(ctx, run, st)
+	}
+	return s.contact(ctx, run, st)
 }
 
 // contact runs an update_contact, add_to_list or remove_from_list step
@@ -431,63 +482,4 @@ func (s *Stage) finishStep(ctx context.Context, tx pgx.Tx, env schemas.Envelope,
 	r.Workspace, r.JourneyID, r.Version, r.ContactID = run.Workspace, run.JourneyID, run.Version, run.ContactID
 	out := append(res.publish, stepEnvelope(r))
 	return out, !done, nil
-}
-
-// stepEnvelope is the step-done envelope of r.
-func stepEnvelope(r journeys.StepRun) schemas.Envelope {
-	return schemas.JourneyStepEnvelope(r.Workspace, r.CauseID, schemas.JourneyStepDone{
-		ExecutionID: r.ExecutionID, JourneyID: r.JourneyID, Version: r.Version, ContactID: r.ContactID,
-		Step: r.Address, StepType: r.StepType, Outcome: r.Outcome, MessageID: r.MessageID, Detail: r.Detail,
-		At: r.DoneAt, Final: r.Final})
-}
-
-// replay returns the outputs of the steps env ran before: their step-done
-// envelopes and, for a message still queued, its send envelope again.
-func (s *Stage) replay(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
-	runs, err := s.o.Store.StepsCausedBy(ctx, env.ID)
-	if err != nil || len(runs) == 0 {
-		return nil, err
-	}
-	var out []schemas.Envelope
-	for _, r := range runs {
-		if r.Outcome == schemas.StepOutcomeSent {
-			pub, err := s.resend(ctx, r)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, pub...)
-		}
-		out = append(out, stepEnvelope(r))
-	}
-	return out, nil
-}
-
-// resend asks the Mailer again for the message of send step r: the same
-// request, so the same message, whose envelope comes back only while it
-// is still queued.
-func (s *Stage) resend(ctx context.Context, r journeys.StepRun) ([]schemas.Envelope, error) {
-	def, err := s.definition(ctx, r.JourneyID, r.Version)
-	if err != nil {
-		return nil, err
-	}
-	st, err := def.StepAt(r.Address)
-	if err != nil {
-		return nil, pipeline.Permanent(err)
-	}
-	var run journeys.Run
-	err = pgx.BeginFunc(ctx, s.o.Postgres, func(tx pgx.Tx) error {
-		run, err = s.o.Store.LockRun(ctx, tx, r.ExecutionID)
-		return err
-	})
-	if errors.Is(err, journeys.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.mail(ctx, run, st, r.Address)
-	if err != nil {
-		return nil, err
-	}
-	return res.Publish, nil
 }
