@@ -174,6 +174,12 @@ func TestMembershipTransitions(t *testing.T) {
 	if n := len(ofType(e.events(t, ws), schemas.TypeContactRemovedFromList)); n != 1 {
 		t.Fatalf("removed events after no-op unsubscribes: %d", n)
 	}
+	// Leaving a list changes the membership, never the contact's status:
+	// no CONTACT_UNSUBSCRIBED (the unsubscribe link of a marketing email
+	// fires that).
+	if n := len(ofType(e.events(t, ws), schemas.TypeContactUnsubscribed)); n != 0 {
+		t.Fatalf("list unsubscribes announced %d contact.unsubscribed.v1", n)
+	}
 
 	// Row 2: UNSUBSCRIBED -> subscribe -> ACTIVE with the same side effects.
 	e.mustCall(t, 200, "POST", subPath, key, map[string]any{"email": "row1@example.com"}, &s)
