@@ -215,6 +215,14 @@ func TestJourneySendDelayBranchSend(t *testing.T) {
 	if err != nil || st.Entered != 3 || st.Completed != 3 {
 		t.Errorf("stats %+v %v, want 3 entered and completed", st, err)
 	}
+	counts, err := je.journeys.StepCounts(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCounts := "[{0 send_email sent 3} {1 delay done 3} {2 branch else 2} {2 branch then 1} {2.else.0 send_email sent 1} {2.else.0 send_email suppressed 1} {2.then.0 send_email sent 1}]"
+	if fmt.Sprint(counts) != wantCounts {
+		t.Errorf("step counts %v, want %s", counts, wantCounts)
+	}
 
 	// The step-done envelopes: the leaver's last send was suppressed.
 	steps := je.waitEnvelopes(schemas.TopicJourneySteps, schemas.TypeJourneyStepDone, ws, 4*3)

@@ -32,6 +32,8 @@ var (
 	sqlEngineContact string
 	//go:embed sql/engine_in_list.sql
 	sqlEngineInList string
+	//go:embed sql/engine_step_counts.sql
+	sqlEngineStepCounts string
 )
 
 // Run is an execution as the engine sees it while it holds its row lock.
@@ -185,4 +187,29 @@ func (s *Store) InList(ctx context.Context, q Querier, id, list string) (bool, e
 		return false, fmt.Errorf("membership of %s in %s: %w", id, list, err)
 	}
 	return in, nil
+}
+
+// StepCount is how many executions finished one step with one outcome.
+type StepCount struct {
+	Step     string `json:"step"`
+	StepType string `json:"stepType"`
+	Outcome  string `json:"outcome"`
+	Count    int64  `json:"count"`
+}
+
+// StepCounts counts the finished steps of journey id by step and outcome
+// (emails sent per step: send_email steps with outcome sent).
+func (s *Store) StepCounts(ctx context.Context, id string) ([]StepCount, error) {
+	rows, err := s.pg.Query(ctx, sqlEngineStepCounts, id)
+	if err != nil {
+		return nil, fmt.Errorf("step counts of journey %s: %w", id, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StepCount, error) {
+		var c StepCount
+		return c, r.Scan(&c.Step, &c.StepType, &c.Outcome, &c.Count)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("step counts of journey %s: %w", id, err)
+	}
+	return out, nil
 }
