@@ -225,7 +225,8 @@ func adminExecutions(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, a
 }
 
 // adminStats → {"entered","active","completed","exited","converted",
-// "cancelled","failed","revenue"}: counts of the executions that exist now.
+// "cancelled","failed","revenue","emailsSent","emailsPerStep"}: counts of
+// the executions that exist now and the emails of each send_email step.
 func adminStats(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
 	ws := fs.String("workspace", "", "workspace id")
 	id := fs.String("id", "", "journey id")

@@ -276,7 +276,8 @@ func (s *Store) Executions(ctx context.Context, ws, id, state string, limit int)
 	return out, nil
 }
 
-// Stats are the counts of a journey's executions that exist now.
+// Stats are the counts of a journey's executions that exist now, and the
+// emails its send_email steps sent.
 type Stats struct {
 	Entered   int64   `json:"entered"`
 	Active    int64   `json:"active"`
@@ -286,19 +287,33 @@ type Stats struct {
 	Cancelled int64   `json:"cancelled"`
 	Failed    int64   `json:"failed"`
 	Revenue   float64 `json:"revenue"`
+	// EmailsSent is the sum of Sent over EmailsPerStep.
+	EmailsSent int64 `json:"emailsSent"`
+	// EmailsPerStep lists the send_email steps of the current version
+	// (zero counts included) and of older versions that sent or refused
+	// an email, by version and address (see StepEmails).
+	EmailsPerStep []StepEmails `json:"emailsPerStep"`
 }
 
-// Stats counts the executions of journey id of workspace ws (ErrNotFound
-// for another workspace's or no journey).
+// Stats counts the executions of journey id of workspace ws and the
+// emails of its send_email steps (ErrNotFound for another workspace's or
+// no journey).
 func (s *Store) Stats(ctx context.Context, ws, id string) (Stats, error) {
-	if _, err := s.Get(ctx, ws, id); err != nil {
+	j, err := s.Get(ctx, ws, id)
+	if err != nil {
 		return Stats{}, err
 	}
 	var st Stats
-	err := s.pg.QueryRow(ctx, sqlStats, id).Scan(&st.Entered, &st.Active, &st.Completed, &st.Exited, &st.Converted,
+	err = s.pg.QueryRow(ctx, sqlStats, id).Scan(&st.Entered, &st.Active, &st.Completed, &st.Exited, &st.Converted,
 		&st.Cancelled, &st.Failed, &st.Revenue)
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats of journey %s: %w", id, err)
+	}
+	if st.EmailsPerStep, err = s.stepEmails(ctx, id, j.Version); err != nil {
+		return Stats{}, err
+	}
+	for _, e := range st.EmailsPerStep {
+		st.EmailsSent += e.Sent
 	}
 	return st, nil
 }
