@@ -94,3 +94,9 @@ type WebhookAttempt struct {
 	At            time.Time  `json:"at"`
 	Replay        bool       `json:"replay,omitempty"`
 }
+
+// WebhookDeliveryKey is the key of the deliveries (and attempts) of message
+// msg to target of workspace ws: "<ws>:<target>/<msg>". The fan-out, the
+// scheduled retries and replays all use it, so one message's attempts to one
+// target stay in order.
+func WebhookDeliveryKey(ws, target, msg string) string { return ws + ":" + target + "/" + msg }

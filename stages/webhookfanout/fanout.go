@@ -62,6 +62,10 @@ func register(name, topic string, events map[string]string) {
 		// Concurrent lookups for different keys; one contact's events stay
 		// in order.
 		Concurrency: 32,
+		// Handle parses a payload with encoding/json, which refuses all
+		// but one valid JSON value, and only when a target wants it: the
+		// runner skips its own pass over every payload.
+		UncheckedPayload: true,
 		New: func(_ context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
 			if r.Postgres == nil {
 				return nil, fmt.Errorf("%s: needs Postgres", name)
@@ -139,12 +143,10 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	return out, nil
 }
 
-// DeliveryKey is the key of the deliveries of message msg to target of
-// workspace ws: "<ws>:<target>/<msg>". Every attempt of one message to one
-// target keeps it (attempts in order); different messages to one target
-// are different keys (handled concurrently, bounded per target by the
-// delivery stage).
-func DeliveryKey(ws, target, msg string) string { return ws + ":" + target + "/" + msg }
+// DeliveryKey is schemas.WebhookDeliveryKey: different messages to one
+// target are different keys (handled concurrently, bounded per target by
+// the delivery stage).
+func DeliveryKey(ws, target, msg string) string { return schemas.WebhookDeliveryKey(ws, target, msg) }
 
 // contactRequired reports whether the catalogue requires contactId in the
 // event's data: such an event without a matched contact fires nothing.

@@ -242,7 +242,7 @@ func TestAdminReplay(t *testing.T) {
 		}
 		k := d.MessageID + "/" + d.TargetID
 		seen[k]++
-		if env.Type != schemas.TypeWebhookDelivery || env.Workspace != ws || env.Key != ws+":"+d.TargetID ||
+		if env.Type != schemas.TypeWebhookDelivery || env.Workspace != ws || env.Key != schemas.WebhookDeliveryKey(ws, d.TargetID, d.MessageID) ||
 			env.ID != schemas.ChildID(k, schemas.TypeWebhookDelivery, d.Attempt) {
 			t.Errorf("%s: envelope %+v", k, env)
 		}

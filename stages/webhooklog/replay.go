@@ -35,7 +35,7 @@ func ReplayEnvelopes(logged []Logged, now time.Time) ([]schemas.Envelope, error)
 			ID:         schemas.ChildID(d.MessageID+"/"+d.TargetID, schemas.TypeWebhookDelivery, d.Attempt),
 			Workspace:  l.Workspace,
 			Type:       schemas.TypeWebhookDelivery,
-			Key:        l.Workspace + ":" + d.TargetID,
+			Key:        schemas.WebhookDeliveryKey(l.Workspace, d.TargetID, d.MessageID),
 			OccurredAt: now.UTC(),
 			Payload:    bytes.TrimRight(buf.Bytes(), "\n"),
 			// Compact as encoded, and sent as is: the envelope codec would
