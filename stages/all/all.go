@@ -7,6 +7,7 @@ import (
 	_ "sendstream/stages/analytics"       // events to ClickHouse
 	_ "sendstream/stages/delivery"        // transactional email to the provider
 	_ "sendstream/stages/goals"           // goals, activity, EVENT_RECORDED, journey hand-off
+	_ "sendstream/stages/journeylog"      // journey starts, steps, completions, exits, conversions to ClickHouse
 	_ "sendstream/stages/journeymatch"    // journey starts from events and list joins, conversions, journey webhooks
 	_ "sendstream/stages/journeys"        // journey executions: steps, waits, sends
 	_ "sendstream/stages/messagelog"      // transactional status changes to ClickHouse

@@ -1,0 +1,1 @@
+INSERT INTO journey_events (id, workspace, journey_id, version, execution_id, contact_id, event, step, step_type, outcome, message_id, detail, final, trigger_type, conv_event, goal_type, value, has_value, currency, at, received)
