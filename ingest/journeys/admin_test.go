@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5"
@@ -152,6 +153,25 @@ func TestAdminJourneyCommands(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// stats lists the current version's send_email steps before they run.
+	perStep := func(out map[string]any) string { // keys sorted, as json.Marshal writes a map
+		b, _ := json.Marshal(out["emailsPerStep"])
+		return string(b)
+	}
+	out, err = admin(t, pg, "journey", "stats", "--workspace", ws, "--id", id)
+	want := `[{"sent":0,"step":"0","suppressed":0,"templateId":"` + ids["REPLACE_WITH_WELCOME_TEMPLATE_ID"] + `","version":1},` +
+		`{"sent":0,"step":"2.else.0","suppressed":0,"templateId":"` + ids["REPLACE_WITH_NUDGE_TEMPLATE_ID"] + `","version":1}]`
+	if err != nil || perStep(out) != want || out["emailsSent"] != float64(0) {
+		t.Fatalf("stats before a send: %v %v, want emailsPerStep %s", out, err, want)
+	}
+	// The engine records the first step as sent.
+	if err := pgx.BeginFunc(ctx, pg, func(tx pgx.Tx) error {
+		_, err := store.RecordStep(ctx, tx, sj.StepRun{ExecutionID: exec.ID, Address: "0", StepType: schemas.StepSendEmail,
+			Outcome: schemas.StepOutcomeSent, MessageID: "m1", CauseID: "test", DoneAt: time.Now()})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	out, err = admin(t, pg, "journey", "update", "--workspace", ws, "--id", id, "--file",
 		writeFile(t, `{"name":"Welcome 2","trigger":{"type":"api_event"},"steps":[{"type":"exit"}]}`))
 	if err != nil || len(out) != 2 || out["id"] != id || out["version"] != float64(2) {
@@ -179,6 +199,11 @@ func TestAdminJourneyCommands(t *testing.T) {
 	out, err = admin(t, pg, "journey", "stats", "--workspace", ws, "--id", id)
 	if err != nil || out["entered"] != float64(1) || out["active"] != float64(1) || out["completed"] != float64(0) || out["revenue"] != float64(0) {
 		t.Fatalf("stats: %v %v", out, err)
+	}
+	// Version 2 has no send_email step; version 1's that sent is listed.
+	want = `[{"sent":1,"step":"0","suppressed":0,"templateId":"` + ids["REPLACE_WITH_WELCOME_TEMPLATE_ID"] + `","version":1}]`
+	if perStep(out) != want || out["emailsSent"] != float64(1) {
+		t.Fatalf("stats after a send: %v, want emailsPerStep %s", out, want)
 	}
 
 	// Status commands.
