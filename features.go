@@ -35,6 +35,7 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 	}
 	contactStore := contacts.NewStore(res.Postgres)
 	contactStore.SetFaultExitAfterCommit(cfg.FaultExitAfterCommit)
+	contactStore.SetOutboxScope(cfg.TopicPrefix)
 	if res.Publisher != nil {
 		// The outbox relay runs with the HTTP edge: it publishes the
 		// contact events a crashed, failed or timed-out request left behind.

@@ -162,7 +162,7 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 		return fmt.Errorf("create topics: %w", err)
 	}
 
-	stageContacts, closeContacts := stageContacts(pg)
+	stageContacts, closeContacts := stageContacts(pg, cfg.TopicPrefix)
 	defer closeContacts()
 	res := pipeline.Resources{Postgres: pg, ClickHouse: ch, Publisher: prod, Logger: log, Settings: stageSettings(cfg),
 		Mailer: stageMailer(cfg, pg), Contacts: stageContacts}

@@ -25,7 +25,8 @@ func stageMailer(cfg Config, pg *pgxpool.Pool) pipeline.Mailer {
 // stageContacts is the contacts store the stages that change contacts use
 // (pipeline.Resources.Contacts: the journey engine's contact and list
 // steps), and its Close.
-func stageContacts(pg *pgxpool.Pool) (pipeline.ContactWriter, func()) {
+func stageContacts(pg *pgxpool.Pool, topicPrefix string) (pipeline.ContactWriter, func()) {
 	s := contacts.NewStore(pg)
+	s.SetOutboxScope(topicPrefix) // the serving process's relay publishes its rows
 	return contacts.NewStageWriter(s), s.Close
 }

@@ -193,7 +193,7 @@ func (s *Store) setMembership(ctx context.Context, l ListRef, t Target, createSt
 		if t.Email != "" {
 			var a upsertArgs
 			a.add(schemas.NewID(), UpsertInput{Email: t.Email, Fields: t.Fields, Source: t.Source, Metadata: t.Metadata}, custom, createStatus)
-			a.queue(b, l.Workspace, false, membershipShard)
+			a.queue(b, l.Workspace, false, membershipShard, s.scope)
 		}
 		var email, id *string
 		if t.Email != "" {

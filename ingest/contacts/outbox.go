@@ -54,7 +54,7 @@ func (s *Store) InOutbox(ctx context.Context, write func(pgx.Tx) error, announce
 			return err
 		}
 		msgs = announce()
-		if ids, err = insertOutbox(ctx, tx, msgs); err != nil {
+		if ids, err = insertOutbox(ctx, tx, s.scope, msgs); err != nil {
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -72,9 +72,9 @@ func (s *Store) InOutbox(ctx context.Context, write func(pgx.Tx) error, announce
 }
 
 // insertOutbox writes msgs, whole envelopes, into contact_outbox within tx
-// (each under its Env.Workspace, with its key's id) and returns their row
+// (each under its Env.Workspace, with its key's id, in scope) and returns their row
 // ids (none for no msgs).
-func insertOutbox(ctx context.Context, tx pgx.Tx, msgs []ingest.Message) ([]int64, error) {
+func insertOutbox(ctx context.Context, tx pgx.Tx, scope string, msgs []ingest.Message) ([]int64, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
@@ -92,7 +92,7 @@ func insertOutbox(ctx context.Context, tx pgx.Tx, msgs []ingest.Message) ([]int6
 		keyIDs[i] = strings.TrimPrefix(m.Env.Key, m.Env.Workspace+":")
 		topics[i], envs[i] = m.Topic, string(b)
 	}
-	rows, err := tx.Query(ctx, sqlOutboxInsert, wss, keyIDs, topics, envs)
+	rows, err := tx.Query(ctx, sqlOutboxInsert, wss, keyIDs, topics, envs, scope)
 	if err != nil {
 		return nil, fmt.Errorf("write outbox: %w", err)
 	}

@@ -122,7 +122,7 @@ func (s *Store) relayOnce(ctx context.Context, pub Publisher, ws string, grace t
 		return 0, fmt.Errorf("relay outbox: begin: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
-	rows, err := tx.Query(ctx, sqlOutboxClaim, grace.Seconds(), limit, ws)
+	rows, err := tx.Query(ctx, sqlOutboxClaim, grace.Seconds(), limit, ws, s.scope)
 	if err != nil {
 		return 0, fmt.Errorf("relay outbox: claim: %w", err)
 	}

@@ -56,6 +56,7 @@ type Store struct {
 	cancel context.CancelFunc
 	done   *outboxDeleter
 	fault  fault
+	scope  string // outbox scope: SetOutboxScope
 	relay  sync.WaitGroup
 }
 
@@ -70,6 +71,13 @@ func NewStore(pool *pgxpool.Pool) *Store {
 	s.done = newOutboxDeleter(ctx, pool)
 	return s
 }
+
+// SetOutboxScope sets the scope of the outbox rows this Store writes and of
+// the rows its relay claims: the topic prefix of the deployment (default
+// ''). Processes sharing a database but not their topics (two deployments,
+// or test runs with their own prefixes) then never publish each other's
+// events. Call it before the Store is used.
+func (s *Store) SetOutboxScope(scope string) { s.scope = scope }
 
 // Close waits for queued upserts to finish, stops the outbox relay, deletes
 // the outbox rows of what was published, then stops. Calls after Close
@@ -221,11 +229,11 @@ func encodeCustom(m map[string]any) (*string, error) {
 
 // queue adds the plan-mode setting, lock_for_create.sql and
 // upsert_contacts.sql to b; readUpserts reads their results.
-func (a *upsertArgs) queue(b *pgx.Batch, ws string, updateExisting bool, shard int) {
+func (a *upsertArgs) queue(b *pgx.Batch, ws string, updateExisting bool, shard int, scope string) {
 	b.Queue(sqlGenericPlans)
 	b.Queue(sqlLockForCreate, ws, a.emails)
 	b.Queue(sqlUpsertContacts, ws, a.ids, a.emails, a.firstNames, a.countries, a.languages,
-		a.custom, a.sources, a.metadata, a.statuses, updateExisting, shard, a.requestIDs)
+		a.custom, a.sources, a.metadata, a.statuses, updateExisting, shard, a.requestIDs, scope)
 }
 
 // readUpserts reads the three results upsertArgs.queue queued, in order,
@@ -297,7 +305,7 @@ func (s *Store) execUpserts(ctx context.Context, ws string, shard int, batch []*
 	var rows []upsertRow
 	err := retryTx(ctx, func() error {
 		b := &pgx.Batch{}
-		a.queue(b, ws, true, shard)
+		a.queue(b, ws, true, shard, s.scope)
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
 		var err error

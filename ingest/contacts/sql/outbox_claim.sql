@@ -4,11 +4,13 @@
 -- updated), the contact's metadata (not kept in the outbox: it never
 -- changes after creation); rows of kind envelope hold their whole envelope.
 -- $3 limits the claim to one workspace's rows ('' for all: the relay; one
--- workspace: tests sharing the database).
+-- workspace: tests sharing the database). $4 is the relay's scope (its topic
+-- prefix): rows another deployment's processes wrote are never its own.
 SELECT o.id, o.workspace_id, o.kind, o.data, c.metadata
   FROM (SELECT * FROM contact_outbox
          WHERE created_at < now() - make_interval(secs => $1::float8)
            AND ($3::text = '' OR workspace_id = $3)
+           AND scope = $4::text
          ORDER BY id
          LIMIT $2
            FOR UPDATE SKIP LOCKED) o

@@ -8,7 +8,8 @@
 -- forms create only, and write all their events into the outbox themselves,
 -- in the same transaction). $12 is the counter shard this statement bumps
 -- (one per concurrent statement). $13 is each contact's request id (the
--- causation id of its event).
+-- causation id of its event). $14 is the outbox scope (the topic prefix
+-- whose relay publishes the rows, 0054_contact_outbox_scope.sql).
 --
 -- Runs after lock_for_create.sql in the same transaction. New rows get their
 -- seq from the global contacts_seq. In a workspace with a contact limit they
@@ -113,7 +114,7 @@ res AS (
       LEFT JOIN admitted a ON a.ord = i.ord
 ),
 outbox AS (
-    INSERT INTO contact_outbox (workspace_id, contact_id, kind, data)
+    INSERT INTO contact_outbox (workspace_id, contact_id, kind, data, scope)
     SELECT $1, (r.cur).id, r.outcome,
            jsonb_build_object(
                'rid', r.rid,
@@ -124,7 +125,8 @@ outbox AS (
                    'createdAt', (r.cur).created_at, 'updatedAt', (r.cur).updated_at),
                'old', CASE WHEN r.outcome = 'updated' THEN jsonb_build_object(
                    'firstName', (r.old).first_name, 'country', (r.old).country,
-                   'language', (r.old).language, 'customFields', (r.old).custom_fields) END)
+                   'language', (r.old).language, 'customFields', (r.old).custom_fields) END),
+           $14::text
       FROM res r
      WHERE r.outcome IN ('created', 'updated') AND $11::boolean
     RETURNING id, contact_id
