@@ -74,7 +74,7 @@ func NewStore(pool *pgxpool.Pool) *Store {
 
 // SetOutboxScope sets the scope of the outbox rows this Store writes and of
 // the rows its relay claims: the topic prefix of the deployment (default
-// ''). Processes sharing a database but not their topics (two deployments,
+// ”). Processes sharing a database but not their topics (two deployments,
 // or test runs with their own prefixes) then never publish each other's
 // events. Call it before the Store is used.
 func (s *Store) SetOutboxScope(scope string) { s.scope = scope }
