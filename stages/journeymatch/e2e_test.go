@@ -3,13 +3,8 @@ package journeymatch_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest/auth"
@@ -18,7 +13,6 @@ import (
 	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
-	"sendstream/sinks/webhook/webhooktest"
 	"sendstream/stages/goals"
 	"sendstream/stages/journeymatch"
 	"sendstream/stages/webhookdelivery"
@@ -64,36 +58,7 @@ func TestMatchingThroughBroker(t *testing.T) {
 	}
 	j := jr.ID
 
-	var mu sync.Mutex
-	got := map[string][]map[string]any{}
-	arrived := make(chan struct{}, 64)
-	recv := webhooktest.NewReceiver(t, false, func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		var b map[string]any
-		if err := json.Unmarshal(raw, &b); err != nil {
-			t.Errorf("body %s: %v", raw, err)
-		}
-		mu.Lock()
-		got[r.Header.Get("X-Webhook-Event")] = append(got[r.Header.Get("X-Webhook-Event")], b)
-		mu.Unlock()
-		arrived <- struct{}{}
-		w.WriteHeader(204)
-	})
-	bodies := func(event string) []map[string]any {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]map[string]any(nil), got[event]...)
-	}
-	waitFor := func(event string, n int) {
-		t.Helper()
-		for len(bodies(event)) < n {
-			select {
-			case <-arrived:
-			case <-ctx.Done():
-				t.Fatalf("%d %s deliveries, want %d", len(bodies(event)), event, n)
-			}
-		}
-	}
+	recv := pipelinetest.NewHookRecorder(t)
 	for _, ev := range []string{schemas.WebhookJourneyStarted, schemas.WebhookJourneyConverted} {
 		if _, err := pg.Exec(ctx, `INSERT INTO webhook_subscriptions (id, workspace_id, event, target_url) VALUES ($1, $2, $3, $4)`,
 			schemas.NewID(), ws, ev, recv.URL+"/hook"); err != nil {
@@ -108,24 +73,10 @@ func TestMatchingThroughBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	stages, err := pipeline.SelectStages(goals.Name, journeymatch.Name, journeymatch.NameStarted, webhookfanout.NameWebhooks, webhookdelivery.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stopRun := context.WithCancel(ctx)
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- pipeline.Run(runCtx, pipeline.RunConfig{Brokers: brokers, TopicPrefix: prefix, Stages: stages,
-			FlushInterval: 100 * time.Millisecond, MaxWait: 50 * time.Millisecond,
-			Resources: pipeline.Resources{Postgres: pg, Publisher: prod,
-				Settings: map[string]string{"webhook_allow_private": "127.0.0.0/8", "secret": "e2e-test-secret-0123456789abcdef"}}})
-	}()
-	defer func() {
-		stopRun()
-		if err := <-runErr; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	stop := pipelinetest.RunStages(ctx, t, brokers, prefix, pipeline.Resources{Postgres: pg, Publisher: prod,
+		Settings: map[string]string{"webhook_allow_private": "127.0.0.0/8", "secret": "e2e-test-secret-0123456789abcdef"}},
+		goals.Name, journeymatch.Name, journeymatch.NameStarted, webhookfanout.NameWebhooks, webhookdelivery.Name)
+	defer stop()
 
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	recorded := func(p schemas.EventPayload) schemas.Envelope {
@@ -141,13 +92,13 @@ func TestMatchingThroughBroker(t *testing.T) {
 	if err := prod.Publish(ctx, schemas.TopicEvents, view); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(schemas.WebhookJourneyStarted, 1)
+	recv.WaitFor(ctx, t, schemas.WebhookJourneyStarted, 1)
 	if err := prod.Publish(ctx, schemas.TopicEvents, view); err != nil {
 		t.Fatal(err)
 	}
 	exec := journeys.MatchedExecutionID(schemas.ChildID(view.ID, schemas.TypeEventMatched, 0), j)
 	startedID := schemas.JourneyStartedEnvelopeID(exec)
-	if n := copiesOn(ctx, t, brokers, prefix+schemas.TopicJourneys, startedID, 2); n != 2 {
+	if n := pipelinetest.Copies(ctx, t, brokers, prefix+schemas.TopicJourneys, startedID, 2); n != 2 {
 		t.Fatalf("started announcement %s is %d times on the journeys topic, want 2 (first handling and redelivery)", startedID, n)
 	}
 	var n int
@@ -159,15 +110,15 @@ func TestMatchingThroughBroker(t *testing.T) {
 		Value: "42.5", Currency: "EUR"})); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(schemas.WebhookJourneyConverted, 1)
+	recv.WaitFor(ctx, t, schemas.WebhookJourneyConverted, 1)
 	time.Sleep(2 * time.Second) // the redelivered JOURNEY_STARTED's fan-out and delivery run meanwhile
-	if s := bodies(schemas.WebhookJourneyStarted); len(s) != 1 {
+	if s := recv.Bodies(schemas.WebhookJourneyStarted); len(s) != 1 {
 		t.Errorf("%d JOURNEY_STARTED deliveries, want 1", len(s))
 	} else if data, _ := s[0]["data"].(map[string]any); s[0]["id"] != schemas.JourneyWebhookID(exec, schemas.TypeWebhookJourneyStarted) ||
 		data["executionId"] != exec || data["journeyId"] != j || data["email"] != "jo@example.com" || data["trigger"] != "event" {
 		t.Errorf("JOURNEY_STARTED body %v", s[0])
 	}
-	c := bodies(schemas.WebhookJourneyConverted)
+	c := recv.Bodies(schemas.WebhookJourneyConverted)
 	if data, _ := c[0]["data"].(map[string]any); data["executionId"] != exec || data["value"] != 42.5 || data["goalType"] != "purchase" {
 		t.Errorf("JOURNEY_CONVERTED body %v", c[0])
 	}
@@ -175,27 +126,4 @@ func TestMatchingThroughBroker(t *testing.T) {
 	if err != nil || st.Converted != 1 || st.Revenue != 42.5 || st.Active != 0 {
 		t.Errorf("stats %+v (%v), want one conversion with revenue 42.5", st, err)
 	}
-}
-
-// copiesOn reads topic from the start until it has seen want records with
-// envelope id id (or ctx ends) and returns how many it saw.
-func copiesOn(ctx context.Context, t *testing.T, brokers []string, topic, id string, want int) int {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	n := 0
-	for n < want && ctx.Err() == nil {
-		fs := cl.PollRecords(ctx, 100)
-		for _, r := range fs.Records() {
-			var env schemas.Envelope
-			if json.Unmarshal(r.Value, &env) == nil && env.ID == id {
-				n++
-			}
-		}
-	}
-	return n
 }
