@@ -7,12 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
 	"net/mail"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +18,6 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest"
@@ -28,6 +25,7 @@ import (
 	"sendstream/ingest/ingesttest"
 	"sendstream/ingest/transactional"
 	"sendstream/pipeline"
+	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
 	"sendstream/sinks/email/smtptest"
 	"sendstream/stages/delivery"
@@ -93,33 +91,22 @@ func (e *env) runStages() {
 		ms, _ := pipeline.Lookup(messagelog.StatusName)
 		stages = append(stages, ml, ms)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	settings := map[string]string{"site_url": e.h.URL, "secret": secret, "smtp_url": e.smtpURL}
 	for k, v := range e.settings {
 		settings[k] = v
 	}
-	go func() {
-		done <- pipeline.Run(ctx, pipeline.RunConfig{
-			Brokers: e.h.Brokers, Stages: stages,
-			Resources: pipeline.Resources{Postgres: e.pg, ClickHouse: e.ch, Publisher: e.h.Publisher,
-				Settings: settings},
-			BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
-			MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
-			JoinGroupBackoff: 100 * time.Millisecond, Metrics: prometheus.NewRegistry(),
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("pipeline: %v", err)
-			}
-		case <-time.After(40 * time.Second):
-			t.Error("pipeline did not stop")
-		}
+	e.runPipeline("pipeline", stages, pipeline.Resources{Postgres: e.pg, ClickHouse: e.ch, Publisher: e.h.Publisher, Settings: settings})
+}
+
+// runPipeline runs stages with res on e's broker until the test ends, with
+// short retry, flush, fetch and group timings; what names the run in
+// failures.
+func (e *env) runPipeline(what string, stages []pipeline.Registered, res pipeline.Resources) {
+	pipelinetest.Start(context.Background(), e.t, what, pipeline.RunConfig{
+		Brokers: e.h.Brokers, Stages: stages, Resources: res,
+		BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
+		MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
+		JoinGroupBackoff: 100 * time.Millisecond,
 	})
 }
 

@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/ingesttest"
@@ -50,29 +47,7 @@ func newJourneyEnv(t *testing.T) *journeyEnv {
 	reg := pipeline.Registered{Name: "journeys-test-" + schemas.NewID()[:8], Consumes: schemas.TopicJourneys,
 		Produces: []string{schemas.TopicJourneySteps, schemas.TopicTransactional, schemas.TopicContacts}, Route: engine.Route, Concurrency: 8,
 		Build: func(context.Context, pipeline.Resources) (pipeline.Stage, error) { return je.stage, nil }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Run(ctx, pipeline.RunConfig{
-			Brokers: e.h.Brokers, Stages: []pipeline.Registered{reg},
-			Resources:   pipeline.Resources{Postgres: e.pg, Publisher: e.h.Publisher},
-			BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
-			MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
-			JoinGroupBackoff: 100 * time.Millisecond, Metrics: prometheus.NewRegistry(),
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("journey pipeline: %v", err)
-			}
-		case <-time.After(40 * time.Second):
-			t.Error("journey pipeline did not stop")
-		}
-	})
+	e.runPipeline("journey pipeline", []pipeline.Registered{reg}, pipeline.Resources{Postgres: e.pg, Publisher: e.h.Publisher})
 	return je
 }
 

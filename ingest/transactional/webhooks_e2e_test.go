@@ -5,17 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	gosmtp "github.com/emersion/go-smtp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/ingesttest"
@@ -111,30 +108,8 @@ func (e *env) runWebhookStages() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Run(ctx, pipeline.RunConfig{
-			Brokers: e.h.Brokers, Stages: stages,
-			Resources: pipeline.Resources{Postgres: e.pg, Publisher: e.h.Publisher,
-				Settings: map[string]string{"webhook_allow_private": "127.0.0.0/8", "secret": "e2e-test-secret-0123456789abcdef"}},
-			BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
-			MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
-			JoinGroupBackoff: 100 * time.Millisecond, Metrics: prometheus.NewRegistry(),
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("webhook pipeline: %v", err)
-			}
-		case <-time.After(40 * time.Second):
-			t.Error("webhook pipeline did not stop")
-		}
-	})
+	e.runPipeline("webhook pipeline", stages, pipeline.Resources{Postgres: e.pg, Publisher: e.h.Publisher,
+		Settings: map[string]string{"webhook_allow_private": "127.0.0.0/8", "secret": "e2e-test-secret-0123456789abcdef"}})
 }
 
 // outboxRows counts the contacts outbox rows of ws holding an envelope of

@@ -3,37 +3,67 @@ package pipelinetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
 )
 
-// RunStages runs the named registered stages in pipeline.Run on brokers
-// (topics under prefix, res as their resources, a 100ms flush interval and
-// a 50ms fetch wait) in the background. The returned stop cancels the run,
-// waits for it and fails t when Run returned an error; defer it.
+// Start runs pipeline.Run with cfg in the background until ctx ends or
+// stop is called, with a registry of its own and an error-level logger on
+// stderr when cfg names none. The returned stop (also run when the test
+// ends; only the first call acts) cancels the run and waits up to 40 s for
+// it, failing t, with what in the message, when Run returned an error
+// other than context.Canceled or did not stop.
+func Start(ctx context.Context, t testing.TB, what string, cfg pipeline.RunConfig) (stop func()) {
+	t.Helper()
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, cfg) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("%s: %v", what, err)
+				}
+			case <-time.After(40 * time.Second):
+				t.Errorf("%s did not stop", what)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// RunStages starts (see Start) the named registered stages under ctx on
+// brokers, topics under prefix, with res as their resources, a 100ms flush
+// interval and a 50ms fetch wait. Defer the returned stop so that the run
+// ends before what res holds is closed.
 func RunStages(ctx context.Context, t testing.TB, brokers []string, prefix string, res pipeline.Resources, names ...string) (stop func()) {
 	t.Helper()
 	stages, err := pipeline.SelectStages(names...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- pipeline.Run(runCtx, pipeline.RunConfig{Brokers: brokers, TopicPrefix: prefix, Stages: stages,
-			FlushInterval: 100 * time.Millisecond, MaxWait: 50 * time.Millisecond, Resources: res})
-	}()
-	return func() {
-		cancel()
-		if err := <-runErr; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}
+	return Start(ctx, t, "Run", pipeline.RunConfig{Brokers: brokers, TopicPrefix: prefix, Stages: stages,
+		FlushInterval: 100 * time.Millisecond, MaxWait: 50 * time.Millisecond, Resources: res})
 }
 
 // Copies reads topic on brokers from the start until it has seen want
