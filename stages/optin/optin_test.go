@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,13 +14,13 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/emersion/go-msgauth/dkim"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/ingesttest"
 	"sendstream/ingest/transactional"
 	"sendstream/pipeline"
+	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
 	"sendstream/sinks/email"
 	"sendstream/sinks/email/smtptest"
@@ -186,28 +184,12 @@ func runStages(t *testing.T, h *ingesttest.Harness, pool *pgxpool.Pool, ch drive
 		}
 		stages = append(stages, reg)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Run(ctx, pipeline.RunConfig{
-			Brokers: h.Brokers, Stages: stages,
-			Resources: pipeline.Resources{Postgres: pool, ClickHouse: ch, Publisher: h.Publisher,
-				Settings: map[string]string{"smtp_url": smtpURL, "secret": "optin-test-secret", "site_url": site}},
-			BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
-			MaxWait: 50 * time.Millisecond, Metrics: prometheus.NewRegistry(),
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("pipeline: %v", err)
-			}
-		case <-time.After(40 * time.Second):
-			t.Error("pipeline did not stop")
-		}
+	pipelinetest.Start(context.Background(), t, "pipeline", pipeline.RunConfig{
+		Brokers: h.Brokers, Stages: stages,
+		Resources: pipeline.Resources{Postgres: pool, ClickHouse: ch, Publisher: h.Publisher,
+			Settings: map[string]string{"smtp_url": smtpURL, "secret": "optin-test-secret", "site_url": site}},
+		BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
+		MaxWait: 50 * time.Millisecond,
 	})
 }
 
