@@ -48,6 +48,37 @@ func adminStore(ctx context.Context, env *admincli.Env, ws string) (*journeys.St
 	return journeys.NewStore(pg, nil), nil
 }
 
+// idAndStore parses args with the --workspace and --id flags, both
+// required, and opens the workspace's store (see adminStore): the commands
+// that take nothing else.
+func idAndStore(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (ws, id string, store *journeys.Store, err error) {
+	wsFlag := fs.String("workspace", "", "workspace id")
+	idFlag := fs.String("id", "", "journey id")
+	if err := admincli.ParseFlags(fs, args, "workspace", "id"); err != nil {
+		return "", "", nil, err
+	}
+	store, err = adminStore(ctx, env, *wsFlag)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return *wsFlag, *idFlag, store, nil
+}
+
+// fileAndStore reads and validates the journey file at path (see
+// readJourneyFile) and then opens ws's store (see adminStore): what create
+// and update do before they write.
+func fileAndStore(ctx context.Context, env *admincli.Env, ws, path string) (d schemas.JourneyDefinition, hasStatus bool, store *journeys.Store, err error) {
+	d, hasStatus, err = readJourneyFile(path)
+	if err != nil {
+		return d, false, nil, err
+	}
+	store, err = adminStore(ctx, env, ws)
+	if err != nil {
+		return d, false, nil, err
+	}
+	return d, hasStatus, store, nil
+}
+
 // readJourneyFile reads and validates a journey file; hasStatus reports
 // whether it names a status (update keeps the current one otherwise).
 // Every problem is named, one per line.
@@ -110,11 +141,7 @@ func adminCreate(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args 
 	if err := admincli.ParseFlags(fs, args, "workspace", "file"); err != nil {
 		return nil, err
 	}
-	d, _, err := readJourneyFile(*file)
-	if err != nil {
-		return nil, err
-	}
-	store, err := adminStore(ctx, env, *ws)
+	d, _, store, err := fileAndStore(ctx, env, *ws, *file)
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +171,7 @@ func adminUpdate(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args 
 	if err := admincli.ParseFlags(fs, args, "workspace", "id", "file"); err != nil {
 		return nil, err
 	}
-	d, hasStatus, err := readJourneyFile(*file)
-	if err != nil {
-		return nil, err
-	}
-	store, err := adminStore(ctx, env, *ws)
+	d, hasStatus, store, err := fileAndStore(ctx, env, *ws, *file)
 	if err != nil {
 		return nil, err
 	}
@@ -173,16 +196,11 @@ func adminUpdate(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args 
 // adminStatus is activate, pause or archive → {"id","status"}.
 func adminStatus(status string) func(context.Context, *admincli.Env, *flag.FlagSet, []string) (any, error) {
 	return func(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-		ws := fs.String("workspace", "", "workspace id")
-		id := fs.String("id", "", "journey id")
-		if err := admincli.ParseFlags(fs, args, "workspace", "id"); err != nil {
-			return nil, err
-		}
-		store, err := adminStore(ctx, env, *ws)
+		ws, id, store, err := idAndStore(ctx, env, fs, args)
 		if err != nil {
 			return nil, err
 		}
-		j, err := store.SetStatus(ctx, *ws, *id, status)
+		j, err := store.SetStatus(ctx, ws, id, status)
 		if err != nil {
 			return nil, err
 		}
@@ -228,14 +246,9 @@ func adminExecutions(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, a
 // "cancelled","failed","revenue","emailsSent","emailsPerStep"}: counts of
 // the executions that exist now and the emails of each send_email step.
 func adminStats(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	ws := fs.String("workspace", "", "workspace id")
-	id := fs.String("id", "", "journey id")
-	if err := admincli.ParseFlags(fs, args, "workspace", "id"); err != nil {
-		return nil, err
-	}
-	store, err := adminStore(ctx, env, *ws)
+	ws, id, store, err := idAndStore(ctx, env, fs, args)
 	if err != nil {
 		return nil, err
 	}
-	return store.Stats(ctx, *ws, *id)
+	return store.Stats(ctx, ws, id)
 }
