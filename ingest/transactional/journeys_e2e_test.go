@@ -32,7 +32,7 @@ type journeyEnv struct {
 
 func newJourneyEnv(t *testing.T) *journeyEnv {
 	e := newEnv(t, envOpts{})
-	tm, err := timers.Start(context.Background(), e.pg, e.h.Publisher, timers.Config{Queue: "timers_test_" + schemas.NewID()[:8]})
+	tm, err := timers.Start(context.Background(), e.pg, e.h.Publisher, timers.Config{Queue: "timers_test_" + schemas.NewID()[16:]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func newJourneyEnv(t *testing.T) *journeyEnv {
 	je := &journeyEnv{env: e, journeys: journeys.NewStore(e.pg, nil)}
 	je.stage = engine.New(engine.Options{Store: je.journeys, Postgres: e.pg, Timers: tm, Mailer: mailer,
 		Contacts: contacts.NewStageWriter(e.contacts)})
-	reg := pipeline.Registered{Name: "journeys-test-" + schemas.NewID()[:8], Consumes: schemas.TopicJourneys,
+	reg := pipeline.Registered{Name: "journeys-test-" + schemas.NewID()[16:], Consumes: schemas.TopicJourneys,
 		Produces: []string{schemas.TopicJourneySteps, schemas.TopicTransactional, schemas.TopicContacts}, Route: engine.Route, Concurrency: 8,
 		Build: func(context.Context, pipeline.Resources) (pipeline.Stage, error) { return je.stage, nil }}
 	e.runPipeline("journey pipeline", []pipeline.Registered{reg}, pipeline.Resources{Postgres: e.pg, Publisher: e.h.Publisher})

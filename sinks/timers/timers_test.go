@@ -21,7 +21,7 @@ import (
 func TestScheduleInTxUniqueAndDue(t *testing.T) {
 	pg := stack.PG(t)
 	pub := &pipelinetest.Publisher{}
-	queue := "timers_test_" + schemas.NewID()[:8]
+	queue := "timers_test_" + schemas.NewID()[16:]
 	tm, err := timers.Start(context.Background(), pg, pub, timers.Config{Queue: queue})
 	if err != nil {
 		t.Fatal(err)

@@ -98,7 +98,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	pg := stack.PG(t)
 	ctx := context.Background()
-	tm, err := timers.Start(ctx, pg, &pipelinetest.Publisher{}, timers.Config{Queue: "timers_test_" + schemas.NewID()[:8]})
+	tm, err := timers.Start(ctx, pg, &pipelinetest.Publisher{}, timers.Config{Queue: "timers_test_" + schemas.NewID()[16:]})
 	if err != nil {
 		t.Fatal(err)
 	}
