@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sendstream/schemas"
+	"sendstream/schemas/schemastest"
 )
 
 // Every webhook event name an envelope type maps to, and every name spec 6
@@ -25,38 +26,18 @@ func TestWebhookCatalogue(t *testing.T) {
 			t.Errorf("%s is not in the webhook event catalogue", n)
 		}
 	}
-	raw, err := schemas.OpenAPI("http://127.0.0.1:8080")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Webhooks map[string]struct {
-			Post struct {
-				RequestBody struct {
-					Content map[string]struct {
-						Schema struct {
-							Properties map[string]json.RawMessage `json:"properties"`
-						} `json:"schema"`
-					} `json:"content"`
-				} `json:"requestBody"`
-			} `json:"post"`
-		} `json:"webhooks"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	docHooks := schemastest.OpenAPIWebhooks(t)
 	evs := schemas.WebhookEvents()
-	if len(doc.Webhooks) != len(evs) {
-		t.Errorf("webhooks section has %d operations, the catalogue %d types", len(doc.Webhooks), len(evs))
+	if len(docHooks) != len(evs) {
+		t.Errorf("webhooks section has %d operations, the catalogue %d types", len(docHooks), len(evs))
 	}
 	for _, e := range evs {
-		got := doc.Webhooks[e.Name].Post.RequestBody.Content["application/json"].Schema.Properties["data"]
-		var a, b any
-		_ = json.Unmarshal(got, &a)
-		_ = json.Unmarshal(e.Data, &b)
-		ja, _ := json.Marshal(a)
-		jb, _ := json.Marshal(b)
-		if string(ja) != string(jb) {
+		op, ok := docHooks[e.Name]
+		if !ok {
+			t.Errorf("%s: no operation in the OpenAPI webhooks section", e.Name)
+			continue
+		}
+		if ja, jb := schemastest.Canonical(t, op.Data), schemastest.Canonical(t, e.Data); ja != jb {
 			t.Errorf("%s: OpenAPI data schema %s, catalogue %s", e.Name, ja, jb)
 		}
 	}

@@ -3,7 +3,6 @@ package webhooks_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"sendstream/ingest/ingesttest"
 	"sendstream/ingest/webhooks"
 	"sendstream/schemas"
+	"sendstream/schemas/schemastest"
 	"sendstream/sinks/webhook"
 )
 
@@ -85,60 +85,27 @@ func TestSubscribeWhenDNSFails(t *testing.T) {
 // document gives that operation.
 func TestEventsListMatchesDocument(t *testing.T) {
 	events := start(t).listEvents(t)
-	raw, err := schemas.OpenAPI("http://127.0.0.1:8080")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Webhooks map[string]struct {
-			Post struct {
-				Description string `json:"description"`
-				RequestBody struct {
-					Content map[string]struct {
-						Schema struct {
-							Properties struct {
-								Data json.RawMessage `json:"data"`
-							} `json:"properties"`
-						} `json:"schema"`
-					} `json:"content"`
-				} `json:"requestBody"`
-			} `json:"post"`
-		} `json:"webhooks"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	if len(events) != len(doc.Webhooks) {
-		t.Errorf("GET /v1/webhooks/events lists %d types, the document's webhooks section %d", len(events), len(doc.Webhooks))
+	docHooks := schemastest.OpenAPIWebhooks(t)
+	if len(events) != len(docHooks) {
+		t.Errorf("GET /v1/webhooks/events lists %d types, the document's webhooks section %d", len(events), len(docHooks))
 	}
 	cat := schemas.WebhookEvents()
 	for i, ev := range events {
 		if i < len(cat) && cat[i].Name != ev.Event {
 			t.Errorf("event %d is %s, the catalogue's is %s", i, ev.Event, cat[i].Name)
 		}
-		op, ok := doc.Webhooks[ev.Event]
+		op, ok := docHooks[ev.Event]
 		if !ok {
 			t.Errorf("%s is listed but not in the document's webhooks section", ev.Event)
 			continue
 		}
-		if !strings.HasPrefix(op.Post.Description, ev.Description) {
-			t.Errorf("%s: listed description %q; the document's starts %.80q", ev.Event, ev.Description, op.Post.Description)
+		if !strings.HasPrefix(op.Description, ev.Description) {
+			t.Errorf("%s: listed description %q; the document's starts %.80q", ev.Event, ev.Description, op.Description)
 		}
-		if a, b := canonical(t, ev.DataSchema), canonical(t, op.Post.RequestBody.Content["application/json"].Schema.Properties.Data); a != b {
+		if a, b := schemastest.Canonical(t, ev.DataSchema), schemastest.Canonical(t, op.Data); a != b {
 			t.Errorf("%s: listed data schema %s, the document's %s", ev.Event, a, b)
 		}
 	}
-}
-
-// canonical re-encodes JSON with sorted object keys.
-func canonical(t *testing.T, raw json.RawMessage) string {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatalf("%s: %v", raw, err)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 func trim(b []byte) string {
