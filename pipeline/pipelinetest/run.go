@@ -52,6 +52,22 @@ func Start(ctx context.Context, t testing.TB, what string, cfg pipeline.RunConfi
 	return stop
 }
 
+// Producer returns a producer to brokers, topics under prefix, closed
+// when the test ends; a failure fails t.
+func Producer(ctx context.Context, t testing.TB, brokers []string, prefix string) *pipeline.Producer {
+	t.Helper()
+	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: brokers, TopicPrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := prod.Close(); err != nil {
+			t.Errorf("close producer: %v", err)
+		}
+	})
+	return prod
+}
+
 // RunStages starts (see Start) the named registered stages under ctx on
 // brokers, topics under prefix, with res as their resources, a 100ms flush
 // interval and a 50ms fetch wait. Defer the returned stop so that the run

@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"sendstream/deploy/stack"
-	"sendstream/ingest/auth"
-	"sendstream/ingest/contacts"
+	"sendstream/ingest/ingesttest"
 	"sendstream/pipeline"
 	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
@@ -29,17 +28,7 @@ func TestGoalFiresGoalRecordedOnce(t *testing.T) {
 	pg := stack.PG(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ws, _, err := auth.NewStore(pg).CreateWorkspace(ctx, auth.NewWorkspace{Name: "goal hooks", Plan: "pro"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := contacts.NewStore(pg)
-	defer cs.Close()
-	up, err := cs.Upsert(ctx, ws, contacts.UpsertInput{Email: "gina@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	contact := up.Contact.ID
+	ws, contact := ingesttest.WorkspaceWithContact(ctx, t, pg, "goal hooks", "gina@example.com")
 
 	recv := pipelinetest.NewHookRecorder(t)
 	for _, ev := range []string{"GOAL_RECORDED", "EVENT_RECORDED"} {
@@ -51,11 +40,7 @@ func TestGoalFiresGoalRecordedOnce(t *testing.T) {
 
 	prefix := stack.TopicPrefix(t)
 	brokers := pipelinetest.Cluster(t, prefix)
-	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: brokers, TopicPrefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := pipelinetest.Producer(ctx, t, brokers, prefix)
 	stop := pipelinetest.RunStages(ctx, t, brokers, prefix, pipeline.Resources{Postgres: pg, Publisher: prod,
 		Settings: map[string]string{"webhook_allow_private": "127.0.0.0/8", "secret": "e2e-test-secret-0123456789abcdef"}},
 		goals.Name, webhookfanout.NameWebhooks, webhookdelivery.Name)

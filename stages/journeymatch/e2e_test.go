@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"sendstream/deploy/stack"
-	"sendstream/ingest/auth"
-	"sendstream/ingest/contacts"
+	"sendstream/ingest/ingesttest"
 	"sendstream/pipeline"
 	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
@@ -31,17 +30,7 @@ func TestMatchingThroughBroker(t *testing.T) {
 	pg := stack.PG(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ws, _, err := auth.NewStore(pg).CreateWorkspace(ctx, auth.NewWorkspace{Name: "journey matching", Plan: "pro"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := contacts.NewStore(pg)
-	defer cs.Close()
-	up, err := cs.Upsert(ctx, ws, contacts.UpsertInput{Email: "jo@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	contact := up.Contact.ID
+	ws, contact := ingesttest.WorkspaceWithContact(ctx, t, pg, "journey matching", "jo@example.com")
 	tpl := schemas.NewID()
 	if _, err := pg.Exec(ctx, `INSERT INTO templates (id, workspace_id, html) VALUES ($1, $2, '<p>hi</p>')`, tpl, ws); err != nil {
 		t.Fatal(err)
@@ -68,11 +57,7 @@ func TestMatchingThroughBroker(t *testing.T) {
 
 	prefix := stack.TopicPrefix(t)
 	brokers := pipelinetest.Cluster(t, prefix)
-	prod, err := pipeline.NewProducer(ctx, pipeline.ProducerConfig{Brokers: brokers, TopicPrefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := pipelinetest.Producer(ctx, t, brokers, prefix)
 	stop := pipelinetest.RunStages(ctx, t, brokers, prefix, pipeline.Resources{Postgres: pg, Publisher: prod,
 		Settings: map[string]string{"webhook_allow_private": "127.0.0.0/8", "secret": "e2e-test-secret-0123456789abcdef"}},
 		goals.Name, journeymatch.Name, journeymatch.NameStarted, webhookfanout.NameWebhooks, webhookdelivery.Name)
