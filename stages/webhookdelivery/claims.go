@@ -93,9 +93,24 @@ func (c *claims) take(ctx context.Context, in claimIn) (held, error) {
 // settle records the outcome of a claimed attempt and the attempt rows
 // its Handle returns.
 func (c *claims) settle(ctx context.Context, in claimIn, state string, outs []schemas.Envelope) error {
-	b, err := json.Marshal(outs)
-	if err != nil {
-		return fmt.Errorf("settle webhook delivery %s: %w", in.delivery, err)
+	// As json.Marshal(outs) writes it, without its reflection.
+	b := make([]byte, 0, 512*len(outs)+4)
+	if outs == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+	}
+	for i := range outs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = schemas.AppendEnvelope(b, &outs[i]); err != nil {
+			return fmt.Errorf("settle webhook delivery %s: %w", in.delivery, err)
+		}
+	}
+	if outs != nil {
+		b = append(b, ']')
 	}
 	if _, err := c.settles.Do(ctx, settleIn{claimIn: in, state: state, outputs: b}); err != nil {
 		return fmt.Errorf("settle attempt %d of webhook delivery %s: %w", in.attempt, in.delivery, err)

@@ -34,7 +34,6 @@ package webhookdelivery
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"time"
@@ -177,8 +176,10 @@ func New(cfg Config, targets map[string]Targets, sched *Scheduler) *Stage {
 // claimed attempt. An error reading or retiring the target is retried by
 // the runner (Unavailable); a malformed envelope is Permanent.
 func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
-	var d schemas.WebhookDelivery
-	if err := json.Unmarshal(env.Payload, &d); err != nil {
+	// The runner checked that the payload is valid JSON: the body is
+	// kept as it is, not decoded or checked again.
+	d, err := schemas.DecodeWebhookDelivery(env.Payload)
+	if err != nil {
 		return nil, pipeline.Permanent(fmt.Errorf("webhook delivery %s: %w", env.ID, err))
 	}
 	if d.Attempt < 1 || d.MessageID == "" || d.TargetID == "" {
@@ -442,7 +443,7 @@ func (s *Stage) outputs(env schemas.Envelope, d schemas.WebhookDelivery, as []sc
 		if a.Outcome == schemas.WebhookOutcomeThrottled {
 			id = schemas.ChildID(base+"/throttled", schemas.TypeWebhookAttempt, a.Throttled)
 		}
-		p, err := json.Marshal(a)
+		p, err := schemas.AppendWebhookAttempt(make([]byte, 0, 320+len(a.Error)), &a)
 		if err != nil {
 			return nil, pipeline.Permanent(fmt.Errorf("webhook attempt of %s: %w", env.ID, err))
 		}

@@ -129,7 +129,9 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	for _, h := range hooks {
 		d := schemas.WebhookDelivery{MessageID: env.ID, Event: name, TargetKind: h.Kind, TargetID: h.ID,
 			URL: h.URL, Attempt: 1, FirstAt: env.OccurredAt.UTC(), Body: body}
-		p, err := json.Marshal(d)
+		// Body is json.Marshal's output, appended as it is (one
+		// encoding per message, not one per target).
+		p, err := schemas.AppendWebhookDelivery(make([]byte, 0, 256+len(body)), &d)
 		if err != nil {
 			return nil, pipeline.Permanent(fmt.Errorf("webhook fan-out %s: %w", env.ID, err))
 		}

@@ -1,7 +1,6 @@
 package webhooklog
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -38,8 +37,8 @@ type MessageRow struct {
 
 // DecodeAttempt turns a webhook.attempt.v1 envelope into its row.
 func DecodeAttempt(env schemas.Envelope, now time.Time) (AttemptRow, error) {
-	var p schemas.WebhookAttempt
-	if err := json.Unmarshal(env.Payload, &p); err != nil {
+	p, err := schemas.DecodeWebhookAttempt(env.Payload)
+	if err != nil {
 		return AttemptRow{}, fmt.Errorf("webhooklog: envelope %s: %w", env.ID, err)
 	}
 	r := AttemptRow{EventID: env.ID, Workspace: env.Workspace, TargetKind: p.TargetKind, TargetID: p.TargetID, URL: p.URL,
@@ -65,8 +64,8 @@ func DecodeAttempt(env schemas.Envelope, now time.Time) (AttemptRow, error) {
 // webhook_messages row. A delivery without FirstAt is filed under the
 // envelope's time.
 func DecodeDelivery(env schemas.Envelope, now time.Time) (MessageRow, error) {
-	var p schemas.WebhookDelivery
-	if err := json.Unmarshal(env.Payload, &p); err != nil {
+	p, err := schemas.DecodeWebhookDelivery(env.Payload)
+	if err != nil {
 		return MessageRow{}, fmt.Errorf("webhooklog: envelope %s: %w", env.ID, err)
 	}
 	r := MessageRow{EventID: env.ID, Workspace: env.Workspace, TargetID: p.TargetID, MessageID: p.MessageID,
