@@ -448,7 +448,10 @@ func (s *Stage) outputs(env schemas.Envelope, d schemas.WebhookDelivery, as []sc
 			return nil, pipeline.Permanent(fmt.Errorf("webhook attempt of %s: %w", env.ID, err))
 		}
 		out = append(out, schemas.Envelope{ID: id, Workspace: env.Workspace, Type: schemas.TypeWebhookAttempt,
-			Key: env.Key, OccurredAt: a.At, CausationID: env.ID, Traceparent: env.Traceparent, Payload: p})
+			Key: env.Key, OccurredAt: a.At, CausationID: env.ID, Traceparent: env.Traceparent, Payload: p,
+			// AppendWebhookAttempt writes json.Marshal's bytes: compact
+			// and valid, copied by AppendEnvelope without another check.
+			PayloadCompact: true})
 	}
 	return out, nil
 }

@@ -140,6 +140,9 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 			Workspace: env.Workspace, Type: schemas.TypeWebhookDelivery,
 			Key: DeliveryKey(env.Workspace, h.ID, env.ID), OccurredAt: env.OccurredAt, CausationID: env.ID,
 			Traceparent: env.Traceparent, Payload: p,
+			// json.Marshal's bytes (Body is json.Marshal's output):
+			// compact and valid, copied without another check.
+			PayloadCompact: true,
 		})
 	}
 	return out, nil
