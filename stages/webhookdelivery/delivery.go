@@ -202,14 +202,14 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	if s.sched != nil {
 		// The slot is held for the whole call, quick waits included, so a
 		// target holds at most PerTarget of the stage's Handle calls.
-		if !s.limit.acquire(h.slot) {
+		start := s.cfg.Now()
+		if !s.limit.acquire(h.slot, start) {
 			if err := s.defer_(ctx, h); err != nil {
 				return nil, err
 			}
 			return h.result, nil
 		}
-		start := time.Now()
-		defer func() { s.limit.release(h.slot, time.Since(start), s.cfg.Now()) }()
+		defer func() { s.limit.release(h.slot, start, s.cfg.Now()) }()
 	}
 	for {
 		done, err := s.step(ctx, h)

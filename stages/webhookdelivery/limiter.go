@@ -39,19 +39,20 @@ type limiter struct {
 	m  map[string]*targetLoad
 }
 
-// targetLoad is one target's calls in flight, the average time a call
-// held its slot (moving average) and the time the latest deferral was
-// scheduled at.
+// targetLoad is one target's calls in flight (the time each took its
+// slot), the average time a call held its slot (moving average) and the
+// time the latest deferral was scheduled at.
 type targetLoad struct {
-	busy int
-	avg  time.Duration
-	next time.Time
+	starts []time.Time
+	avg    time.Duration
+	next   time.Time
 }
 
 func newLimiter(per int) *limiter { return &limiter{per: per, m: map[string]*targetLoad{}} }
 
-// acquire takes one of key's slots; false when all are in flight.
-func (l *limiter) acquire(key string) bool {
+// acquire takes one of key's slots at now; false when all are in flight.
+// The caller passes now to release.
+func (l *limiter) acquire(key string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.m[key]
@@ -59,39 +60,48 @@ func (l *limiter) acquire(key string) bool {
 		t = &targetLoad{}
 		l.m[key] = t
 	}
-	if t.busy >= l.per {
+	if len(t.starts) >= l.per {
 		return false
 	}
-	t.busy++
+	t.starts = append(t.starts, now)
 	return true
 }
 
-// release returns a slot held for took.
-func (l *limiter) release(key string, took time.Duration, now time.Time) {
+// release returns the slot taken at start.
+func (l *limiter) release(key string, start, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.m[key]
 	if t == nil {
 		return
 	}
-	t.busy--
-	if took > 0 {
+	for i, st := range t.starts {
+		if st.Equal(start) {
+			t.starts = append(t.starts[:i], t.starts[i+1:]...)
+			break
+		}
+	}
+	if took := now.Sub(start); took > 0 {
 		if t.avg == 0 {
 			t.avg = took
 		} else {
 			t.avg = (7*t.avg + took) / 8
 		}
 	}
-	if t.busy <= 0 && !t.next.After(now) {
+	if len(t.starts) == 0 && !t.next.After(now) {
 		delete(l.m, key)
 	}
 }
 
 // deferUntil returns when a delivery key could not start now should be
 // tried again: at least min from now, and each deferral of a key spaced
-// after the one before by the time a slot takes to free up (average
-// hold time / slots), so a slow target's backlog comes back about as fast
-// as the target works it off instead of all at once.
+// after the one before by the time a slot takes to free up (hold time /
+// slots), so a slow target's backlog comes back about as fast as the
+// target works it off instead of all at once. The hold time is the
+// average of the calls that returned, or the age of the oldest call in
+// flight when that is longer: a target that starts hanging has no
+// finished call to average for its first 10-30 s, and its backlog would
+// otherwise come back every min, handled and deferred again each time.
 func (l *limiter) deferUntil(key string, now time.Time, min time.Duration) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -101,7 +111,11 @@ func (l *limiter) deferUntil(key string, now time.Time, min time.Duration) time.
 		l.m[key] = t
 	}
 	at := now.Add(min)
-	if step := t.avg / time.Duration(l.per); t.next.Add(step).After(at) {
+	hold := t.avg
+	for _, st := range t.starts {
+		hold = max(hold, now.Sub(st))
+	}
+	if step := hold / time.Duration(l.per); t.next.Add(step).After(at) {
 		at = t.next.Add(step)
 	}
 	t.next = at
