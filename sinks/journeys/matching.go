@@ -42,3 +42,17 @@ func (s *Store) Listening(ctx context.Context, ws, trigger, what string) ([]Jour
 func MatchedExecutionID(sourceEnvID, journeyID string) string {
 	return schemas.IDFromKey(journeyID, "journey_execution", sourceEnvID)
 }
+
+//go:embed sql/workspace_has.sql
+var sqlWorkspaceHas string
+
+// HasJourneys reports whether workspace ws has a journey that is not
+// archived: the matching stage asks it first, since most workspaces have
+// none and every matched event would otherwise cost two queries.
+func (s *Store) HasJourneys(ctx context.Context, ws string) (bool, error) {
+	var ok bool
+	if err := s.pg.QueryRow(ctx, sqlWorkspaceHas, ws).Scan(&ok); err != nil {
+		return false, fmt.Errorf("journeys of workspace %s: %w", ws, err)
+	}
+	return ok, nil
+}

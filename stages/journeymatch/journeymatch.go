@@ -41,6 +41,7 @@ import (
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
+	"sendstream/sinks/webhook"
 )
 
 // Name is the matching stage's registered name (and so its consumer
@@ -81,13 +82,19 @@ func Route(out schemas.Envelope) string {
 type Stage struct {
 	pg    *pgxpool.Pool
 	store *journeys.Store
+	// has caches, per workspace, whether it has a journey that is not
+	// archived, for webhook.TargetTTL: most workspaces have none, and
+	// each matched event asked Postgres twice (conversions, listening
+	// journeys) to hear so. A journey created or activated thus starts
+	// matching within that time.
+	has *webhook.Cache[bool]
 }
 
 var _ pipeline.Stage = (*Stage)(nil)
 
 // New returns the matching stage on pg, starting executions in store.
 func New(pg *pgxpool.Pool, store *journeys.Store) *Stage {
-	return &Stage{pg: pg, store: store}
+	return &Stage{pg: pg, store: store, has: webhook.NewCache[bool](webhook.TargetTTL)}
 }
 
 // Handle converts and starts executions for a matched event or a list
@@ -96,6 +103,18 @@ func New(pg *pgxpool.Pool, store *journeys.Store) *Stage {
 // returned for the runner to retry (what committed before it is found
 // again by the retry).
 func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+	if env.Type != schemas.TypeEventMatched && env.Type != schemas.TypeContactJoinedList {
+		return nil, nil
+	}
+	has, err := s.has.Get(ctx, env.Workspace, func(ctx context.Context) (bool, error) {
+		return s.store.HasJourneys(ctx, env.Workspace)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: envelope %s: %w", Name, env.ID, err)
+	}
+	if !has {
+		return nil, nil
+	}
 	switch env.Type {
 	case schemas.TypeEventMatched:
 		return s.event(ctx, env)
