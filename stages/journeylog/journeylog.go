@@ -67,6 +67,14 @@ func init() {
 		pipeline.Register(pipeline.Spec[Config]{
 			Name:     name,
 			Consumes: topic,
+			// Rows are inserted about once a second; the webhooks topic
+			// carries every event's EVENT_RECORDED, of which this stage
+			// keeps only JOURNEY_CONVERTED, so fewer, larger fetches and
+			// no validation pass of payloads it mostly skips (those it
+			// keeps are parsed with encoding/json, which refuses all but
+			// one valid JSON value).
+			FetchMinBytes:    pipeline.BatchFetchBytes,
+			UncheckedPayload: true,
 			New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
 				return New(ctx, r, name, cfg)
 			},
