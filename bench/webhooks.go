@@ -200,7 +200,7 @@ func whIsolation(ctx context.Context, c *harness.CustomRun, f *whFleet, d *whDri
 	var ratios []float64
 	for i := 1; i <= whPairs; i++ {
 		c.Settle(ctx)
-		if !sleepCtx(ctx, whHang) { // calls still held finish
+		if !load.SleepCtx(ctx, whHang) { // calls still held finish
 			return 0, ctx.Err()
 		}
 		ref, err := whCapacity(ctx, c, f, d, fmt.Sprintf("b-ref%d", i), 0, c.Duration)
@@ -274,7 +274,7 @@ func whCapacity(ctx context.Context, c *harness.CustomRun, f *whFleet, d *whDriv
 			}
 		}()
 	}
-	if !sleepCtx(ctx, c.Warmup) {
+	if !load.SleepCtx(ctx, c.Warmup) {
 		return whCap{}, ctx.Err()
 	}
 	meter := c.Meter()
@@ -283,7 +283,7 @@ func whCapacity(ctx context.Context, c *harness.CustomRun, f *whFleet, d *whDriv
 	var perSec []float64
 	prev, t0 := n0, time.Now()
 	for time.Since(t0) < window {
-		if !sleepCtx(ctx, min(time.Second, window-time.Since(t0))) {
+		if !load.SleepCtx(ctx, min(time.Second, window-time.Since(t0))) {
 			return whCap{}, ctx.Err()
 		}
 		n := f.okExcept(hang)
@@ -373,7 +373,7 @@ func whLatencyPhase(ctx context.Context, c *harness.CustomRun, f *whFleet, d *wh
 		if !due.Before(to) {
 			break
 		}
-		if !sleepCtx(ctx, time.Until(due)) {
+		if !load.SleepCtx(ctx, time.Until(due)) {
 			return whLat{}, ctx.Err()
 		}
 		if !started && !due.Before(from) {
@@ -392,7 +392,7 @@ func whLatencyPhase(ctx context.Context, c *harness.CustomRun, f *whFleet, d *wh
 			}
 		}()
 	}
-	sleepCtx(ctx, time.Until(to))
+	load.SleepCtx(ctx, time.Until(to))
 	meter.End()
 	delivered := float64(f.sum(func(r *whReceiver) *atomic.Int64 { return &r.firsts }) - firstsInWindow)
 	wg.Wait()
@@ -445,7 +445,7 @@ func whLogged(ctx context.Context, s *harness.System, f *whFleet) (logged, answe
 		if logged >= answered || time.Now().After(deadline) {
 			return logged, answered, nil
 		}
-		if !sleepCtx(ctx, time.Second) {
+		if !load.SleepCtx(ctx, time.Second) {
 			return 0, 0, ctx.Err()
 		}
 	}
@@ -455,20 +455,6 @@ func whLogged(ctx context.Context, s *harness.System, f *whFleet) (logged, answe
 //
 //go:embed sql/webhook_attempts_ok.sql
 var whLogSQL string
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 func minOf(xs []float64) float64 {
 	if len(xs) == 0 {

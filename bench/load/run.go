@@ -69,13 +69,13 @@ func Closed(ctx context.Context, d Doer, req *Request, conns int, win Window) (*
 	}
 	var start time.Time
 	seconds := 0.0
-	if sleepCtx(ctx, win.Warmup) {
+	if SleepCtx(ctx, win.Warmup) {
 		if win.OnStart != nil {
 			win.OnStart()
 		}
 		start = time.Now()
 		measuring.Store(true)
-		sleepCtx(ctx, win.Duration)
+		SleepCtx(ctx, win.Duration)
 		measuring.Store(false)
 		seconds = time.Since(start).Seconds()
 		if win.OnEnd != nil {
@@ -151,10 +151,10 @@ func Open(ctx context.Context, d Doer, req *Request, rate float64, inFlight int,
 			}
 		}(&counters[i])
 	}
-	if sleepCtx(ctx, time.Until(start.Add(win.Warmup))) && win.OnStart != nil {
+	if SleepCtx(ctx, time.Until(start.Add(win.Warmup))) && win.OnStart != nil {
 		win.OnStart()
 	}
-	if sleepCtx(ctx, time.Until(start.Add(win.Warmup+win.Duration))) && win.OnEnd != nil {
+	if SleepCtx(ctx, time.Until(start.Add(win.Warmup+win.Duration))) && win.OnEnd != nil {
 		win.OnEnd()
 	}
 	wg.Wait()
@@ -170,8 +170,8 @@ func Open(ctx context.Context, d Doer, req *Request, rate float64, inFlight int,
 	return res, ctx.Err()
 }
 
-// sleepCtx sleeps for d and reports whether it did so without ctx ending.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// SleepCtx sleeps for d and reports whether it did so without ctx ending.
+func SleepCtx(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
