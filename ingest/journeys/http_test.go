@@ -301,8 +301,13 @@ func TestTriggerRefusals(t *testing.T) {
 	st, b = e.trigger(t, e.key, tkDraft, body)
 	wantError(t, "draft journey", st, b, 422, "journey_not_active")
 
-	// 422: not an API Event journey any more (its trigger was changed).
+	// 422: not an API Event journey any more (its trigger was changed),
+	// at once although the key was just used (the endpoint caches what a
+	// key names, never whether it may start).
 	j3, tk3 := e.journey(t, e.ws, apiJourney("active", "always"))
+	if st, b := e.trigger(t, e.key, tk3, body); st != 200 {
+		t.Fatalf("trigger before the change: %d %s", st, b)
+	}
 	d, err := schemas.ParseJourney([]byte(`{"name":"T","status":"active","trigger":{"type":"event","event":"signed_up"},"steps":[{"type":"exit"}]}`))
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,6 +26,7 @@ import (
 	"sendstream/ingest/contacts"
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
+	"sendstream/sinks/webhook"
 )
 
 // LimitTrigger is the trigger endpoint's rate limit per workspace per
@@ -70,7 +72,7 @@ func Routes(d Deps) []ingest.Route {
 	if d.Store == nil || d.Outbox == nil {
 		panic("journeys: Deps.Store and Deps.Outbox are required")
 	}
-	h := &handlers{store: d.Store, outbox: d.Outbox}
+	h := &handlers{store: d.Store, outbox: d.Outbox, byKey: webhook.NewCache[journeys.Journey](TriggerKeyTTL)}
 	return []ingest.Route{
 		{Method: "POST", Path: "/api/public/journeys/trigger", Credential: ingest.CredKey, Limit: LimitTrigger,
 			Logged: true, Handle: h.trigger},
@@ -80,7 +82,17 @@ func Routes(d Deps) []ingest.Route {
 type handlers struct {
 	store  *journeys.Store
 	outbox Outbox
+	byKey  *webhook.Cache[journeys.Journey] // trigger key's hash → its journey
 }
+
+// TriggerKeyTTL is how long the trigger endpoint reuses what it read of a
+// trigger key (its journey's id and workspace, which never change): one
+// Postgres read per key and second per process instead of one per call.
+// Nothing a cached entry holds decides an answer on its own: the start's
+// transaction reads the journey's status, trigger type and current version
+// again (share-locked), so pausing, archiving, a change of trigger or a
+// new version take effect on the next call. An unknown key is never cached.
+const TriggerKeyTTL = time.Second
 
 // triggerInput is the body of a trigger call (spec 4.8).
 type triggerInput struct {
@@ -139,7 +151,9 @@ func (h *handlers) trigger(c *ingest.Call) ingest.Result {
 	if key == "" {
 		return unauthorized("Missing trigger key: send the header X-Trigger-Key: <TRIGGER_KEY> from the journey's API Event trigger")
 	}
-	j, err := h.store.ByTriggerKey(c.Ctx, key)
+	j, err := h.byKey.Get(c.Ctx, string(journeys.HashTriggerKey(key)), func(ctx context.Context) (journeys.Journey, error) {
+		return h.store.ByTriggerKey(ctx, key)
+	})
 	switch {
 	case errors.Is(err, journeys.ErrNotFound):
 		return unauthorized("Invalid trigger key")
