@@ -79,6 +79,9 @@ type Resources struct {
 	// Contacts changes contacts as the contacts API does (the journey
 	// engine's contact and list steps); nil when the root wiring gave none.
 	Contacts ContactWriter
+	// Clock is the time of the journey path (see Clock); nil is the real
+	// clock. Only tests set it.
+	Clock Clock
 }
 
 // Spec declares a stage: its unique name (the consumer group derives from it),

@@ -97,3 +97,44 @@ func TestQueueFor(t *testing.T) {
 		t.Errorf("long prefixes: %q", long)
 	}
 }
+
+// TestInjectedClock: on an injected clock a timer due in two days fires
+// when the clock is moved past it, not before, and River's tables are in
+// the schema named like the queue (its own leader, on that clock).
+func TestInjectedClock(t *testing.T) {
+	pg := stack.PG(t)
+	ctx := context.Background()
+	pub := &pipelinetest.Publisher{}
+	clock := &pipelinetest.Clock{}
+	queue := "timers_clock_" + strings.ToLower(schemas.NewID()[16:])
+	tm, err := timers.Start(ctx, pg, pub, timers.Config{Queue: queue, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = tm.Close()
+		if _, err := pg.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{queue}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", queue, err)
+		}
+	})
+	env := schemas.Envelope{ID: schemas.NewID(), Workspace: "w", Type: "x.test.v1", Key: "k", OccurredAt: time.Now(), Payload: []byte(`{}`)}
+	if err := tm.Schedule(ctx, nil, schemas.TopicJourneys, env, clock.Now().Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var jobs int
+	if err := pg.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{queue, "river_job"}.Sanitize()).Scan(&jobs); err != nil || jobs != 1 {
+		t.Fatalf("jobs in schema %s: %d, %v; want the timer", queue, jobs, err)
+	}
+	time.Sleep(6 * time.Second) // longer than River's scheduler interval
+	if got := pub.Published(schemas.TopicJourneys); len(got) != 0 {
+		t.Fatalf("published before the clock reached the timer: %v", got)
+	}
+	clock.Advance(48*time.Hour + time.Minute)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(pub.Published(schemas.TopicJourneys)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := pub.Published(schemas.TopicJourneys); len(got) != 1 || got[0].ID != env.ID {
+		t.Fatalf("published %+v after the clock passed the timer, want it once", got)
+	}
+}

@@ -27,7 +27,7 @@ func init() {
 				if r.Postgres == nil {
 					return nil, errors.New(name + ": needs Postgres")
 				}
-				return NewLifecycle(journeys.NewStore(r.Postgres, nil)), nil
+				return NewLifecycle(journeys.NewStore(r.Postgres, r.ClockOrSystem().Now)), nil
 			},
 		})
 	}
