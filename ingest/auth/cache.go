@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -22,9 +23,11 @@ var _ Resolver = (*Store)(nil)
 
 // CacheConfig configures a Cache. Zero fields take the defaults.
 type CacheConfig struct {
-	// TTL bounds staleness: a deleted key, a suspension or a changed expiry
-	// takes effect within TTL. Negative disables caching (every call resolves).
-	// Default 5s.
+	// TTL bounds staleness when a change is not heard: a change announced
+	// on Channel takes effect as soon as a Listener hands it to Evict
+	// (milliseconds); without a Listener, or while it reconnects, a deleted
+	// key, a suspension or a changed expiry takes effect within TTL.
+	// Negative disables caching (every call resolves). Default 5s.
 	TTL time.Duration
 	// MaxEntries bounds cached valid credentials (default 65536).
 	MaxEntries int
@@ -41,7 +44,7 @@ const cacheShards = 32
 // caching valid and unknown credentials for TTL. Concurrent misses on the
 // same credential share one lookup. Expiry is checked on every call against
 // the cached expiry. Safe for concurrent use; Authenticate allocates nothing
-// on a hit.
+// on a hit. Evict drops entries when a Listener hears of a change.
 type Cache struct {
 	src    Resolver
 	ttl    time.Duration
@@ -52,6 +55,10 @@ type Cache struct {
 	shards [cacheShards]cacheShard
 
 	hits, misses atomic.Uint64
+	// epoch counts evictions. A lookup keeps its result only when no
+	// eviction happened since it began, so an answer read from Postgres
+	// before a change committed is never cached after the change was heard.
+	epoch atomic.Uint64
 }
 
 type cacheShard struct {
@@ -134,14 +141,20 @@ func (c *Cache) lookup(ctx context.Context, kind string, h [32]byte, now int64) 
 		}
 	}
 	c.misses.Add(1)
-	v, err, _ := c.sf.Do(string(h[:]), func() (any, error) {
+	// Lookups that begin after an eviction never join one that began
+	// before it: the epoch is part of the key.
+	epoch := c.epoch.Load()
+	var sfKey [40]byte
+	copy(sfKey[:], h[:])
+	binary.LittleEndian.PutUint64(sfKey[32:], epoch)
+	v, err, _ := c.sf.Do(string(sfKey[:]), func() (any, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.tmo)
 		defer cancel()
 		id, err := c.src.Resolve(rctx, kind, h)
 		until := time.Now().Add(c.ttl).UnixNano()
 		if errors.Is(err, ErrUnknown) {
 			if c.ttl > 0 {
-				c.putNeg(sh, h, until)
+				c.putNeg(sh, h, until, epoch)
 			}
 			return nil, ErrUnknown
 		}
@@ -157,7 +170,7 @@ func (c *Cache) lookup(ctx context.Context, kind string, h [32]byte, now int64) 
 		}
 		p := &id
 		if c.ttl > 0 {
-			c.putPos(sh, h, p, until)
+			c.putPos(sh, h, p, until, epoch)
 		}
 		return p, nil
 	})
@@ -167,9 +180,16 @@ func (c *Cache) lookup(ctx context.Context, kind string, h [32]byte, now int64) 
 	return v.(*Identity), nil
 }
 
-func (c *Cache) putPos(sh *cacheShard, h [32]byte, id *Identity, until int64) {
+// putPos caches a valid credential unless an eviction happened since the
+// lookup began (epoch). The check is made under the shard's lock, which
+// Evict takes after advancing the epoch: either the entry is stored first
+// and Evict sees it, or the epoch has moved and it is not stored.
+func (c *Cache) putPos(sh *cacheShard, h [32]byte, id *Identity, until int64, epoch uint64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if c.epoch.Load() != epoch {
+		return
+	}
 	delete(sh.neg, h)
 	if _, ok := sh.pos[h]; !ok && len(sh.pos) >= c.maxPos {
 		evict(sh.pos, func(e posEntry) int64 { return e.until })
@@ -177,9 +197,12 @@ func (c *Cache) putPos(sh *cacheShard, h [32]byte, id *Identity, until int64) {
 	sh.pos[h] = posEntry{id: id, until: until}
 }
 
-func (c *Cache) putNeg(sh *cacheShard, h [32]byte, until int64) {
+func (c *Cache) putNeg(sh *cacheShard, h [32]byte, until int64, epoch uint64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if c.epoch.Load() != epoch {
+		return
+	}
 	delete(sh.pos, h)
 	if _, ok := sh.neg[h]; !ok && len(sh.neg) >= c.maxNeg {
 		evict(sh.neg, func(u int64) int64 { return u })

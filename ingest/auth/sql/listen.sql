@@ -1,0 +1,2 @@
+-- The credential-change channel, auth.Channel (payloads: sql/notify.sql).
+LISTEN sendstream_auth
