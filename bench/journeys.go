@@ -45,7 +45,8 @@ import (
 const (
 	jnTimersDefault = 100_000
 	jnSpreadPer100k = time.Minute      // due times of 100,000 executions spread over this
-	jnSetupMargin   = 30 * time.Second // the delay beyond the spread: time to start them all
+	jnSetupMargin   = 30 * time.Second // the delay beyond the spread, plus jnSetupPerExec per execution: time to start them all
+	jnSetupPerExec  = time.Millisecond
 	jnLatenessMax   = 6 * time.Second
 	jnTriggerMin    = 2000.0
 	// jnContactsA is how many distinct contacts (a) can trigger: 25,000
@@ -144,7 +145,10 @@ func jnSetup(ctx context.Context, s *harness.System) error {
 		return err
 	}
 	n := jnTimers()
-	delay := jnSpread(n) + jnSetupMargin
+	delay := jnSpread(n) + jnSetupMargin + time.Duration(n)*jnSetupPerExec
+	if d, err := time.ParseDuration(os.Getenv("BENCH_JOURNEY_DELAY")); err == nil && d > 0 {
+		delay = d // a host too slow to start them all in time
+	}
 	create := func(name, wait string) (id, key string, err error) {
 		jf, err := file(name+".json", map[string]any{"name": name, "status": "active", "reentry": "once",
 			"trigger": map[string]any{"type": "api_event"},
