@@ -86,7 +86,7 @@ func TestAdminWorkspaceKeysMembersTokens(t *testing.T) {
 		t.Fatalf("member create: %v", m)
 	}
 	var hash string
-	if err := pg.QueryRow(ctx, "SELECT password_hash FROM members WHERE workspace_id = $1 AND email = 'owner@example.com'", wsID).Scan(&hash); err != nil {
+	if err := pg.QueryRow(ctx, "SELECT l.password_hash FROM members m JOIN logins l ON l.id = m.login_id WHERE m.workspace_id = $1 AND m.email = 'owner@example.com'", wsID).Scan(&hash); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(hash, "s3cret-pass") || !auth.VerifyPassword(hash, "s3cret-pass") {

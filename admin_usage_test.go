@@ -25,7 +25,7 @@ func TestAdminUsage(t *testing.T) {
   journey stats --workspace W --id J
   journey update --workspace W --id J --file J.json
   list create --workspace W --name N [--double-opt-in]
-  member create --workspace W --email E --password P --role owner|admin|member
+  member create --workspace W --email E --password P --role owner|admin|member|custom|support [--permissions a,b]
   requests --workspace W [--since RFC3339] [--limit N]
   send-policy create --workspace W --key K --kind transactional|marketing [--from-email E] [--from-name N] [--provider smtp]
   template create --workspace W --file T.json

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sendstream/deploy/stack"
+	"sendstream/ingest/members"
 	"sendstream/pipeline"
 	"sendstream/sinks/email/render"
 	"sendstream/sinks/webhook"
@@ -72,6 +73,14 @@ type Config struct {
 	// (accept self-signed receiver certificates). Both default to off;
 	// serve logs a warning for each that is on.
 	Webhooks webhook.Outbound
+	// Members tunes sign-in and sessions (ingest/members):
+	// SENDSTREAM_PASSWORD_HASH_CONCURRENCY (argon2id hashes at once,
+	// default 2), SENDSTREAM_SESSION_MAX_AGE (default 336h),
+	// SENDSTREAM_SESSION_IDLE (default 48h),
+	// SENDSTREAM_LOGIN_ACCOUNT_FAILURES (default 10),
+	// SENDSTREAM_LOGIN_ADDRESS_FAILURES (default 100) and
+	// SENDSTREAM_LOGIN_FAILURE_WINDOW (default 15m).
+	Members members.Config
 }
 
 // loadConfig reads the environment, filling connection settings the
@@ -137,6 +146,9 @@ func loadConfig() (Config, error) {
 	if c.Webhooks, err = webhook.ParseOutbound(os.Getenv("SENDSTREAM_WEBHOOK_ALLOW_PRIVATE"), os.Getenv("SENDSTREAM_WEBHOOK_INSECURE_TLS")); err != nil {
 		return c, err
 	}
+	if c.Members, err = membersConfig(c.SiteURL); err != nil {
+		return c, err
+	}
 	if ttl == 0 {
 		c.KeyCacheTTL = -1 // ingest.Config reads 0 as "default"
 	}
@@ -156,6 +168,44 @@ func loadConfig() (Config, error) {
 		c.DataDir = abs
 	}
 	return c, nil
+}
+
+// membersConfig reads the sign-in and session settings.
+func membersConfig(siteURL string) (members.Config, error) {
+	m := members.Config{SiteURL: siteURL}
+	for _, v := range []struct {
+		name string
+		dst  *int
+	}{
+		{"SENDSTREAM_PASSWORD_HASH_CONCURRENCY", &m.HashConcurrency},
+		{"SENDSTREAM_LOGIN_ACCOUNT_FAILURES", &m.AccountFailures},
+		{"SENDSTREAM_LOGIN_ADDRESS_FAILURES", &m.AddressFailures},
+	} {
+		if s := os.Getenv(v.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return m, fmt.Errorf("%s %q: want a whole number of at least 1", v.name, s)
+			}
+			*v.dst = n
+		}
+	}
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"SENDSTREAM_SESSION_MAX_AGE", &m.SessionMaxAge},
+		{"SENDSTREAM_SESSION_IDLE", &m.SessionIdle},
+		{"SENDSTREAM_LOGIN_FAILURE_WINDOW", &m.FailureWindow},
+	} {
+		if s := os.Getenv(v.name); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < time.Second {
+				return m, fmt.Errorf("%s %q: want a duration of at least 1s", v.name, s)
+			}
+			*v.dst = d
+		}
+	}
+	return m, m.Validate()
 }
 
 // renderBudget reads the render budget's three variables.

@@ -114,4 +114,21 @@ type Deps struct {
 	ExtraMetrics func(w io.Writer)
 	// Auth overrides credential resolution (default: auth.Store on PG).
 	Auth auth.Resolver
+	// Sessions resolves session cookies for CredSession and
+	// CredKeyOrSession routes (members.Store); nil refuses every session.
+	Sessions SessionResolver
 }
+
+// SessionResolver resolves the token of a session cookie. The server calls
+// it concurrently, once per call that presents one.
+type SessionResolver interface {
+	// ResolveSession returns the member the session acts as (Kind
+	// KindSession) and whether the workspace is suspended, or ErrNoSession
+	// for an unknown, expired, idle or revoked session; any other error
+	// answers 503.
+	ResolveSession(ctx context.Context, token string, now time.Time) (p Principal, suspended bool, err error)
+}
+
+// ErrNoSession is SessionResolver's answer for a session that does not
+// (or no longer) exist.
+var ErrNoSession = errors.New("no such session")

@@ -56,7 +56,8 @@ func (s *Server) coreRoutes() []Route {
 		{Method: "GET", Path: "/readyz", Credential: CredNone, Handle: s.readyz},
 		{Method: "GET", Path: "/metrics", Credential: CredNone, Handle: s.metricsText},
 		{Method: "GET", Path: "/api/v1/me", Credential: CredKey, Limit: 60, Logged: true, Handle: me},
-		{Method: "GET", Path: "/api/v1/openapi.json", Credential: CredKey, Limit: 60, Logged: true,
+		// Spec 1, fact 4: also to a signed-in session (no rate limit then).
+		{Method: "GET", Path: "/api/v1/openapi.json", Credential: CredKeyOrSession, Limit: 60, Logged: true,
 			Handle: func(*Call) Result { return Result{Status: 200, Raw: s.openapi} }},
 	}
 }

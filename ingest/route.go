@@ -21,7 +21,22 @@ const (
 	CredKeyOrTracking
 	// CredNone: public, unauthenticated (forms, confirmation pages, track.js).
 	CredNone
+	// CredSession accepts only a signed-in member's session cookie (the
+	// dashboard's internal /api/* routes); an API key is refused with 401
+	// (spec 1, fact 3). Unsafe methods are checked for cross-origin
+	// requests (see Route.SameOrigin). Deps.Sessions resolves the cookie.
+	CredSession
+	// CredKeyOrSession accepts an API key (or OAuth token), or, when no
+	// Authorization header is sent, a session cookie (GET
+	// /v1/openapi.json, spec 1 fact 4).
+	CredKeyOrSession
 )
+
+// KindSession is Principal.Kind of a call authenticated by a session.
+const KindSession = "session"
+
+// SessionCookie is the name of the cookie that carries a session token.
+const SessionCookie = "ss_session"
 
 // Principal is who is calling, resolved by authentication. Its slices are
 // shared with the credential cache: read them, never modify them.
@@ -34,6 +49,13 @@ type Principal struct {
 	Plan          string   // free, pro or enterprise
 	ContactLimit  int64    // 0 means unlimited
 	Domains       []string // tracking tokens: allowed domains; empty allows all
+	// Sessions (Kind KindSession) only: the member, the login's email,
+	// the role and the member's named permissions (package members says
+	// what they allow). KeyID is the session's id.
+	MemberID    string
+	Email       string
+	Role        string
+	Permissions []string
 }
 
 // Call is one request as a handler sees it.
@@ -56,6 +78,7 @@ type Call struct {
 	HasQuery  func(name string) bool
 	Header    func(name string) string
 	RequestID string // the id minted for this call (also the request-log id)
+	RemoteIP  string // the connection's peer address (sign-in throttling)
 }
 
 // Message is one envelope to publish to a topic before answering.
@@ -119,7 +142,12 @@ type Route struct {
 	// RawBody skips the server's JSON checks (415 unsupported_media_type,
 	// 400 invalid_json): the handler reads forms or other bodies itself.
 	RawBody bool
-	Handle  func(c *Call) Result
+	// SameOrigin refuses cross-origin requests of unsafe methods with 403,
+	// as net/http.CrossOriginProtection does (Sec-Fetch-Site, else Origin
+	// against Host): the CSRF protection of browser forms (POST /login).
+	// Always on for CredSession routes and session-authenticated calls.
+	SameOrigin bool
+	Handle     func(c *Call) Result
 }
 
 // ErrorBody is the spec 7.1 error format.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ type Server struct {
 	fast    *fasthttp.Server
 	metrics *serverMetrics
 	openapi []byte
+	csrf    *http.CrossOriginProtection // sameOrigin
 
 	base   context.Context // cancelled when Shutdown's grace ends
 	reqCtx *deadlines      // request contexts: RequestTimeout, shared per 100 ms
@@ -83,7 +85,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingest: assemble OpenAPI document: %w", err)
 	}
+	csrf, err := newCrossOrigin(cfg.SiteURL)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: site URL %q: %w", cfg.SiteURL, err)
+	}
 	s := &Server{
+		csrf:    csrf,
 		cfg:     cfg,
 		deps:    deps,
 		log:     deps.Logger,
@@ -299,6 +306,9 @@ func (s *Server) serve(rc *fasthttp.RequestCtx, st *reqState, rt *route, start t
 		Ctx: ctx, Principal: p, Method: string(rc.Method()), Path: string(rc.Path()),
 		Body: rc.PostBody(), BodyCompact: compact, Query: st.query, HasQuery: st.has, Header: st.header, RequestID: schemas.NewIDAt(start),
 	}
+	if rt.SameOrigin || rt.Credential == CredSession {
+		c.RemoteIP = rc.RemoteIP().String() // browser routes only: it allocates
+	}
 	if len(rt.params) > 0 {
 		c.Params = make(map[string]string, len(rt.params))
 		path := rc.Path()
@@ -319,8 +329,26 @@ func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, 
 	if len(body) > rt.bodyCap || rc.Request.Header.ContentLength() > rt.bodyCap {
 		return tooLarge(rt.bodyCap), Principal{}, false
 	}
+	session := rt.Credential == CredSession ||
+		rt.Credential == CredKeyOrSession && len(rc.Request.Header.Peek("Authorization")) == 0
+	if rt.SameOrigin || session {
+		if res, ok := s.sameOrigin(rc); !ok {
+			return res, Principal{}, false
+		}
+	}
 	var mult int64 = 1
-	if rt.Credential != CredNone {
+	if session {
+		sp, suspended, res, ok := s.authSession(ctx, rc, start)
+		if !ok {
+			return res, Principal{}, false
+		}
+		p = sp
+		// The dashboard's own routes still answer a suspended workspace's
+		// members (to show them why); everything else refuses it.
+		if suspended && rt.Credential != CredSession {
+			return Fail(403, "TEAM_SUSPENDED", "This workspace is suspended"), p, false
+		}
+	} else if rt.Credential != CredNone {
 		id, res, ok := s.authenticate(rc, rt, start)
 		if !ok {
 			return res, Principal{}, false

@@ -14,8 +14,8 @@ import (
 
 // AdminCommands are the operator's commands on workspaces and their
 // credentials (DESIGN.md): workspace create|suspend|resume, apikey
-// create|delete, member create and tracking-token create. features.go
-// lists them.
+// create|delete and tracking-token create (member create lives in
+// ingest/members). features.go lists them.
 func AdminCommands() []admincli.Command {
 	return []admincli.Command{
 		{Name: "workspace create", Usage: "--name N [--plan free|pro|enterprise] [--contact-limit N] [--rate-multiplier N]", Run: adminWorkspaceCreate},
@@ -27,7 +27,6 @@ func AdminCommands() []admincli.Command {
 		}},
 		{Name: "apikey create", Usage: "--workspace W [--scopes a,b] [--expires-at RFC3339] [--name N]", Run: adminAPIKeyCreate},
 		{Name: "apikey delete", Usage: "--workspace W --id K", Run: adminAPIKeyDelete},
-		{Name: "member create", Usage: "--workspace W --email E --password P --role owner|admin|member", Run: adminMemberCreate},
 		{Name: "tracking-token create", Usage: "--workspace W [--domains a.com,b.com]", Run: adminTrackingTokenCreate},
 	}
 }
@@ -157,26 +156,6 @@ func adminAPIKeyDelete(ctx context.Context, env *admincli.Env, fs *flag.FlagSet,
 		return nil, err
 	}
 	return map[string]bool{"deleted": true}, nil
-}
-
-// adminMemberCreate creates a member with a password → {"id"}.
-func adminMemberCreate(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	ws := fs.String("workspace", "", "workspace id")
-	email := fs.String("email", "", "member email")
-	password := fs.String("password", "", "password (at least 8 characters; only a hash is stored)")
-	role := fs.String("role", "", "owner, admin or member")
-	if err := admincli.ParseFlags(fs, args, "workspace", "email", "password", "role"); err != nil {
-		return nil, err
-	}
-	s, err := RequireWorkspace(ctx, env, *ws)
-	if err != nil {
-		return nil, err
-	}
-	id, err := s.CreateMember(ctx, *ws, *email, *password, *role)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]string{"id": id}, nil
 }
 
 // adminTrackingTokenCreate creates a website tracking token →

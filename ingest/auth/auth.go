@@ -84,9 +84,6 @@ func ValidScope(s string) bool {
 	return false
 }
 
-// Roles of workspace members.
-var Roles = []string{"owner", "admin", "member"}
-
 // Errors returned by Cache.Authenticate and Store. Callers map every
 // authentication error to 401 and ErrNotFound from Store to "no such object".
 var (

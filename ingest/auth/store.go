@@ -25,8 +25,6 @@ var (
 	sqlCreateAPIKey string
 	//go:embed sql/delete_api_key.sql
 	sqlDeleteAPIKey string
-	//go:embed sql/create_member.sql
-	sqlCreateMember string
 	//go:embed sql/create_tracking_token.sql
 	sqlCreateTrackingToken string
 	//go:embed sql/lookup_api_key.sql
@@ -154,40 +152,6 @@ func (s *Store) DeleteAPIKey(ctx context.Context, workspaceID, keyID string) err
 		return fmt.Errorf("api key %s in workspace %s: %w", keyID, workspaceID, ErrNotFound)
 	}
 	return nil
-}
-
-// CreateMember adds a member with a role (owner, admin or member). Only an
-// argon2id hash of the password is stored. The email is checked and stored
-// by the service's email rule (schemas.NormalizeEmail).
-func (s *Store) CreateMember(ctx context.Context, workspaceID, email, password, role string) (string, error) {
-	norm, err := schemas.NormalizeEmail(email)
-	if err != nil {
-		return "", fmt.Errorf("create member: email %q %w", email, err)
-	}
-	email = norm
-	if len(password) < 8 {
-		return "", errors.New("create member: password must have at least 8 characters")
-	}
-	okRole := false
-	for _, r := range Roles {
-		okRole = okRole || r == role
-	}
-	if !okRole {
-		return "", fmt.Errorf("create member: unknown role %q (want owner, admin or member)", role)
-	}
-	hash, err := HashPassword(password)
-	if err != nil {
-		return "", err
-	}
-	id := schemas.NewID()
-	if _, err := s.pg.Exec(ctx, sqlCreateMember, id, workspaceID, email, hash, role); err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23505" {
-			return "", fmt.Errorf("create member: %s is already a member of workspace %s", email, workspaceID)
-		}
-		return "", fmt.Errorf("create member in workspace %s: %w", workspaceID, notFoundOnFK(err))
-	}
-	return id, nil
 }
 
 // CreateTrackingToken creates a tracking token (ss_track_…) limited to the

@@ -41,6 +41,8 @@ type Options struct {
 	Config ingest.Config
 	// Logger for the server (default: discards below Warn).
 	Logger *slog.Logger
+	// Sessions resolves session cookies (members.Store); nil refuses them.
+	Sessions ingest.SessionResolver
 }
 
 // Harness is one running server and the stores behind it.
@@ -121,7 +123,7 @@ func (h *Harness) serve(t testing.TB, opt Options) (*ingest.Server, string) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	srv, err := ingest.New(cfg, ingest.Deps{
-		PG: h.PG, Publisher: h.Publisher, Logger: logger, Metrics: prometheus.NewRegistry(),
+		PG: h.PG, Publisher: h.Publisher, Logger: logger, Metrics: prometheus.NewRegistry(), Sessions: opt.Sessions,
 		Ready: func(ctx context.Context) error { return h.PG.Ping(ctx) },
 	})
 	if err != nil {
