@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -21,11 +22,70 @@ const TopicJourneySteps = "sendstream.journeysteps.v1"
 // JourneyWake; key "<workspace>:<contactId>", as the started announcement.
 const TypeJourneyWake = "journey_execution.wake.v1"
 
-// JourneyWake is the payload of TypeJourneyWake.
+// TypeJourneyEventWake: a recorded event the execution waits for at a
+// wait_for_event step arrived (the matching stage, stages/journeymatch,
+// found the execution waiting for the event's name). Payload JourneyWake
+// with Event, EventID and ReceivedAt set; key "<workspace>:<contactId>";
+// id JourneyEventWakeID, the same on every redelivery of the event. The
+// engine decides under the execution's row lock whether the event or the
+// timeout ends the wait.
+const TypeJourneyEventWake = "journey_execution.event.v1"
+
+// JourneyWake is the payload of TypeJourneyWake and TypeJourneyEventWake.
 type JourneyWake struct {
 	ExecutionID string    `json:"executionId"`
-	Position    string    `json:"position"` // the step address the execution waits at
-	DueAt       time.Time `json:"dueAt"`    // when the wait ends (UTC)
+	Position    string    `json:"position"`       // the step address the execution waits at
+	DueAt       time.Time `json:"dueAt,omitzero"` // when the wait ends (UTC); a timer's
+	// Event, EventID and ReceivedAt: the event of a TypeJourneyEventWake
+	// (its name, the recorded event's id, when it was received).
+	Event      string    `json:"event,omitempty"`
+	EventID    string    `json:"eventId,omitempty"`
+	ReceivedAt time.Time `json:"receivedAt,omitzero"`
+}
+
+// JourneyEventWakeID is the id of the event wake-up of execution
+// executionID waiting at addr, caused by recorded event eventID.
+func JourneyEventWakeID(executionID, addr, eventID string) string {
+	return ChildID(executionID+"/"+addr+"@"+eventID, TypeJourneyEventWake, 0)
+}
+
+// JourneyEventWakeEnvelope is the event wake-up w of an execution of
+// workspace ws whose contact is contactID, caused by envelope causationID.
+func JourneyEventWakeEnvelope(ws, contactID, causationID string, w JourneyWake) Envelope {
+	return Envelope{ID: JourneyEventWakeID(w.ExecutionID, w.Position, w.EventID), Workspace: ws, Type: TypeJourneyEventWake,
+		Key: ws + ":" + contactID, OccurredAt: w.ReceivedAt.UTC(), CausationID: causationID, Payload: mustJSON(w)}
+}
+
+// TypeJourneyExecutionCancelled: archiving a journey ended an active
+// execution as cancelled. Written to the contacts outbox in the archive's
+// transaction, one per execution, and published by the serving process's
+// contacts relay; id JourneyCancelledEnvelopeID; key
+// "<workspace>:<contactId>". Payload JourneyExecutionCancelled. The
+// journey log (stages/journeylog) records it; the engine checks the
+// execution left no message stored and unpublished.
+const TypeJourneyExecutionCancelled = "journey_execution.cancelled.v1"
+
+// JourneyExecutionCancelled is the payload of TypeJourneyExecutionCancelled.
+type JourneyExecutionCancelled struct {
+	ExecutionID string    `json:"executionId"`
+	JourneyID   string    `json:"journeyId"`
+	Version     int       `json:"version"`
+	ContactID   string    `json:"contactId"`
+	Position    string    `json:"position"` // the step it was at
+	At          time.Time `json:"at"`       // when it was cancelled (UTC)
+}
+
+// JourneyCancelledEnvelopeID is the id of the cancellation of execution
+// id (an execution is cancelled at most once).
+func JourneyCancelledEnvelopeID(executionID string) string {
+	return ChildID(executionID, TypeJourneyExecutionCancelled, 0)
+}
+
+// JourneyCancelledEnvelope is the cancellation c of an execution of
+// workspace ws.
+func JourneyCancelledEnvelope(ws string, c JourneyExecutionCancelled) Envelope {
+	return Envelope{ID: JourneyCancelledEnvelopeID(c.ExecutionID), Workspace: ws, Type: TypeJourneyExecutionCancelled,
+		Key: ws + ":" + c.ContactID, OccurredAt: c.At.UTC(), Payload: mustJSON(c)}
 }
 
 // TypeJourneyStepDone: an execution finished a step. Payload
@@ -42,6 +102,8 @@ const (
 	StepOutcomeElse       = "else"       // branch: it did not
 	StepOutcomeExited     = "exited"     // exit
 	StepOutcomeSkipped    = "skipped"    // a step this engine does not run yet (Detail says which)
+	StepOutcomeEvent      = "event"      // wait_for_event: the event arrived in time (Detail names it)
+	StepOutcomeTimeout    = "timeout"    // wait_for_event: the timeout passed first
 )
 
 // JourneyStepDone is the payload of TypeJourneyStepDone.
@@ -71,7 +133,29 @@ func JourneyStepEnvelopeID(executionID, addr string) string {
 // of the email of send_email step addr of execution id: a step retried
 // after a crash claims the same message and never sends twice.
 func JourneySendExternalID(executionID, addr string) string {
+	return JourneyStepKey(executionID, addr)
+}
+
+// JourneyStepKey is the key of the outside effect of step addr of
+// execution id ("journey:<execution>:<addr>"): the idempotency key of its
+// email, the request id (so the causation id) of the contact events of
+// its contact and list steps.
+func JourneyStepKey(executionID, addr string) string {
 	return "journey:" + executionID + ":" + addr
+}
+
+// ParseJourneyStepKey returns the execution of a JourneyStepKey; ok is
+// false for any other string.
+func ParseJourneyStepKey(key string) (executionID string, ok bool) {
+	rest, found := strings.CutPrefix(key, "journey:")
+	if !found {
+		return "", false
+	}
+	id, addr, found := strings.Cut(rest, ":")
+	if !found || id == "" || addr == "" {
+		return "", false
+	}
+	return id, true
 }
 
 // MailRequest is an email a stage asks the transactional path to send, as

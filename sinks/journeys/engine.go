@@ -87,9 +87,20 @@ func scanRun(row pgx.Row, id string) (Run, error) {
 }
 
 // Move sets active execution id's position to pos, waiting until wakeAt
-// (nil: not waiting), within tx.
+// (nil: not waiting) for no event, within tx.
 func (s *Store) Move(ctx context.Context, tx pgx.Tx, id, pos string, wakeAt *time.Time) error {
-	if _, err := tx.Exec(ctx, sqlEngineMove, id, pos, wakeAt, s.now().UTC()); err != nil {
+	return s.move(ctx, tx, id, pos, wakeAt, "")
+}
+
+// Wait sets active execution id's position to pos, waiting until until
+// and, at a wait_for_event step, for event ("" for none), within tx: the
+// matching stage finds it by the event (Waiting) until it moves again.
+func (s *Store) Wait(ctx context.Context, tx pgx.Tx, id, pos string, until time.Time, event string) error {
+	return s.move(ctx, tx, id, pos, &until, event)
+}
+
+func (s *Store) move(ctx context.Context, tx pgx.Tx, id, pos string, wakeAt *time.Time, waitEvent string) error {
+	if _, err := tx.Exec(ctx, sqlEngineMove, id, pos, wakeAt, s.now().UTC(), nullable(waitEvent)); err != nil {
 		return fmt.Errorf("move execution %s to %s: %w", id, pos, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,6 +25,8 @@ var (
 	sqlStartEnter string
 	//go:embed sql/start_insert.sql
 	sqlStartInsert string
+	//go:embed sql/start_cause.sql
+	sqlStartCause string
 	//go:embed sql/finish.sql
 	sqlFinish string
 	//go:embed sql/executions.sql
@@ -52,6 +55,10 @@ var (
 	ErrNotActive        = errors.New("the journey is not active")
 	ErrWrongTrigger     = errors.New("the journey does not start on this trigger")
 	ErrReentry          = errors.New("the journey's reentry setting forbids another start for this contact")
+	// ErrLoop: a step of an execution of this journey (or of one that a
+	// step of this journey started, and so on) caused the start: a journey
+	// never restarts itself for a contact through its own steps.
+	ErrLoop = errors.New("a step of this journey's own execution for the contact caused the start")
 )
 
 // StartInput is one start of an execution.
@@ -74,6 +81,13 @@ type StartInput struct {
 	// object, or nil).
 	SourceID string
 	Data     json.RawMessage
+	// CausedBy is the execution whose step caused the start (an
+	// add_to_list step's list join: schemas.ParseJourneyStepKey of the
+	// event's causation id), "" when no journey step did. A start is
+	// refused with ErrLoop when the journey is that execution's own or one
+	// of its ancestry; otherwise the new execution's ancestry is that
+	// execution's plus its journey.
+	CausedBy string
 }
 
 // Execution is a started execution.
@@ -102,7 +116,9 @@ type Execution struct {
 // its id and announces it again under the same envelope id). Checks, in
 // order: the journey exists and is active (ErrNotFound, ErrNotActive) with
 // in.Trigger (ErrWrongTrigger); the contact exists (ErrContactNotFound)
-// and is ACTIVE (ErrContactNotActive); the re-entry setting allows the
+// and is ACTIVE (ErrContactNotActive); no step of this journey's own
+// execution caused it (ErrLoop, see StartInput.CausedBy); the re-entry
+// setting allows the
 // start (ErrReentry), enforced by journey_entries' row lock, so racing
 // starts for one contact on a once journey start exactly one execution.
 // The journey row is share-locked until tx ends: archiving waits.
@@ -139,6 +155,10 @@ func (s *Store) Start(ctx context.Context, tx pgx.Tx, in StartInput) (Execution,
 	case cstatus != "ACTIVE":
 		return Execution{}, ErrContactNotActive
 	}
+	ancestry, err := causeAncestry(ctx, tx, in)
+	if err != nil {
+		return Execution{}, err
+	}
 	var entries int64
 	err = tx.QueryRow(ctx, sqlStartEnter, in.JourneyID, e.ContactID, reentry, e.StartedAt).Scan(&entries)
 	switch {
@@ -152,10 +172,34 @@ func (s *Store) Start(ctx context.Context, tx pgx.Tx, in StartInput) (Execution,
 		data = string(in.Data)
 	}
 	if _, err := tx.Exec(ctx, sqlStartInsert, e.ID, e.Workspace, e.JourneyID, e.Version, e.ContactID, e.Position,
-		e.Trigger, nullable(e.SourceID), data, e.StartedAt); err != nil {
+		e.Trigger, nullable(e.SourceID), data, e.StartedAt, ancestry); err != nil {
 		return Execution{}, fmt.Errorf("start journey %s: insert execution: %w", in.JourneyID, err)
 	}
 	return e, nil
+}
+
+// causeAncestry returns the ancestry of an execution in.CausedBy starts
+// (nil when no journey step caused it), or ErrLoop when in.JourneyID is
+// the causing execution's journey or in its ancestry. A causing execution
+// that is gone (its contact or journey deleted) counts as none.
+func causeAncestry(ctx context.Context, tx pgx.Tx, in StartInput) ([]string, error) {
+	if in.CausedBy == "" {
+		return nil, nil
+	}
+	var journey string
+	var ancestry []string
+	err := tx.QueryRow(ctx, sqlStartCause, in.CausedBy).Scan(&journey, &ancestry)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start journey %s: causing execution %s: %w", in.JourneyID, in.CausedBy, err)
+	}
+	ancestry = append(ancestry, journey)
+	if slices.Contains(ancestry, in.JourneyID) {
+		return nil, ErrLoop
+	}
+	return ancestry, nil
 }
 
 // existing returns the execution with in.ExecutionID (pgx.ErrNoRows when

@@ -46,8 +46,6 @@ var (
 	sqlVersionGet string
 	//go:embed sql/refs_missing.sql
 	sqlRefsMissing string
-	//go:embed sql/cancel_all.sql
-	sqlCancelAll string
 )
 
 // TriggerKeyPrefix starts every journey trigger key (spec 2.7, 5.2).
@@ -85,10 +83,12 @@ type Journey struct {
 	UpdatedAt     time.Time `json:"updatedAt"`
 }
 
-// Store keeps journeys and executions. Safe for concurrent use.
+// Store keeps journeys and executions. Safe for concurrent use once
+// configured.
 type Store struct {
-	pg  *pgxpool.Pool
-	now func() time.Time
+	pg    *pgxpool.Pool
+	now   func() time.Time
+	scope string // outbox scope of archive cancellations: SetOutboxScope
 }
 
 // NewStore returns a Store on pg. now is the clock (nil: time.Now).
@@ -247,8 +247,8 @@ func (s *Store) Update(ctx context.Context, ws, id string, d schemas.JourneyDefi
 			hash = HashTriggerKey(key)
 		}
 		if d.Status == schemas.JourneyArchived && status != schemas.JourneyArchived {
-			if _, err := tx.Exec(ctx, sqlCancelAll, id, now); err != nil {
-				return fmt.Errorf("cancel executions: %w", err)
+			if err := s.cancelAll(ctx, tx, id, now); err != nil {
+				return err
 			}
 		}
 		_, err := tx.Exec(ctx, sqlJourneyUpdate, id, d.Name, d.Status, d.Trigger.Type, nullable(d.TriggerEventName()),
@@ -283,8 +283,10 @@ func checkTransition(from, to string) error {
 
 // SetStatus moves journey id of workspace ws to status (activate, pause,
 // archive) and returns it. Archiving ends the journey's active executions
-// as cancelled in the same transaction. Setting the status it has is a
-// no-op; ErrArchived or a *StatusError refuse a move the rules forbid.
+// as cancelled in the same transaction, which also writes one
+// cancellation per execution into the contacts outbox (cancel.go).
+// Setting the status it has is a no-op; ErrArchived or a *StatusError
+// refuse a move the rules forbid.
 func (s *Store) SetStatus(ctx context.Context, ws, id, status string) (Journey, error) {
 	now := s.now().UTC()
 	err := pgx.BeginFunc(ctx, s.pg, func(tx pgx.Tx) error {
@@ -307,8 +309,8 @@ func (s *Store) SetStatus(ctx context.Context, ws, id, status string) (Journey, 
 			return nil
 		}
 		if status == schemas.JourneyArchived {
-			if _, err := tx.Exec(ctx, sqlCancelAll, id, now); err != nil {
-				return fmt.Errorf("cancel executions: %w", err)
+			if err := s.cancelAll(ctx, tx, id, now); err != nil {
+				return err
 			}
 		}
 		_, err := tx.Exec(ctx, sqlJourneySetStatus, id, status, now)

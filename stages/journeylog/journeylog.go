@@ -6,7 +6,9 @@
 //
 //   - journeylog.started, the journeys topic: journey_execution.started.v1
 //     (every start: trigger endpoint, event, website event, list join) is a
-//     'started' row; the engine's wake-ups are ignored;
+//     'started' row, journey_execution.cancelled.v1 (archiving, one per
+//     execution it ended) a 'cancelled' row with the step it was at; the
+//     engine's wake-ups are ignored;
 //   - journeylog.steps, the journey steps topic: the engine's
 //     journey_step.done.v1 is a 'step' row (address, type, outcome, the
 //     message id of a send_email step), and when its final state is
@@ -20,8 +22,8 @@
 // or "/exited"), one row per id in the buffer, a ReplacingMergeTree table,
 // and queries through LIMIT 1 BY id.
 //
-// Not recorded, because no envelope announces them: executions cancelled
-// by archiving a journey, and executions that failed.
+// Not recorded, because no envelope announces them: executions that
+// failed.
 package journeylog
 
 import (
@@ -56,6 +58,7 @@ const (
 	EventCompleted = journeys.StateCompleted // the step envelope's final state
 	EventExited    = journeys.StateExited    // the step envelope's final state
 	EventConverted = "converted"
+	EventCancelled = journeys.StateCancelled // archiving ended it
 )
 
 //go:embed insert.sql
@@ -130,8 +133,8 @@ type row struct {
 	at                                 time.Time
 }
 
-// Handle decodes a started announcement, a step-done envelope or
-// JOURNEY_CONVERTED and buffers its rows. Other types are ignored; a
+// Handle decodes a started announcement, a cancellation, a step-done
+// envelope or JOURNEY_CONVERTED and buffers its rows. Other types are ignored; a
 // malformed envelope (bad payload, no id, workspace or execution, a time
 // ClickHouse's DateTime cannot hold) is a pipeline.Permanent error.
 func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
@@ -140,6 +143,8 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 	switch env.Type {
 	case schemas.TypeJourneyExecutionStarted:
 		rows, err = startedRows(env)
+	case schemas.TypeJourneyExecutionCancelled:
+		rows, err = cancelledRows(env)
 	case schemas.TypeJourneyStepDone:
 		rows, err = stepRows(env)
 	case schemas.TypeWebhookJourneyConverted:
@@ -184,6 +189,18 @@ func startedRows(env schemas.Envelope) ([]row, error) {
 	}
 	return []row{{id: env.ID, workspace: env.Workspace, journey: p.JourneyID, version: version(p.Version),
 		execution: p.ExecutionID, contact: p.ContactID, event: EventStarted, trigger: p.Trigger, at: p.StartedAt.UTC()}}, nil
+}
+
+// cancelledRows is the 'cancelled' row of a
+// journey_execution.cancelled.v1, with the step the execution was at.
+func cancelledRows(env schemas.Envelope) ([]row, error) {
+	var c schemas.JourneyExecutionCancelled
+	if err := json.Unmarshal(env.Payload, &c); err != nil {
+		return nil, fmt.Errorf("decode payload: %w", err)
+	}
+	return []row{{id: env.ID, workspace: env.Workspace, journey: c.JourneyID, version: version(c.Version),
+		execution: c.ExecutionID, contact: c.ContactID, event: EventCancelled, step: c.Position, final: EventCancelled,
+		at: c.At.UTC()}}, nil
 }
 
 // stepRows is the 'step' row of a journey_step.done.v1, and its

@@ -3,7 +3,7 @@
 -- Returns nothing when the execution was not active.
 WITH done AS (
     UPDATE journey_executions
-       SET state = $3, finished_at = $4, next_wake_at = NULL, conversion_value = $5, updated_at = $4
+       SET state = $3, finished_at = $4, next_wake_at = NULL, wait_event = NULL, conversion_value = $5, updated_at = $4
      WHERE id = $1 AND workspace_id = $2 AND state = 'active'
     RETURNING journey_id, contact_id
 )
