@@ -8,10 +8,15 @@
 //     revenue), then starts the active `event` journeys listening for the
 //     event's name, or the `website_event` ones for an event from
 //     /public/events, with the event's properties as the trigger's data;
+//     It also wakes the contact's executions waiting for the event's name
+//     at a wait_for_event step (waits.go) when the event came from
+//     /v1/events or an import;
 //   - contact.joined_list.v1 (a membership became ACTIVE: subscribe,
 //     a form without double opt-in, a confirmation click, a journey step)
 //     starts the active `list_joined` journeys of that list, with
-//     {"listId","listName"} as the trigger's data.
+//     {"listId","listName"} as the trigger's data, except a journey whose
+//     own execution's add_to_list step made the join (or one that
+//     execution descends from: journeys.ErrLoop).
 //
 // Each start returns the execution's started announcement (TopicJourneys,
 // for the engine in stages/journeys); each conversion returns
@@ -64,15 +69,15 @@ func init() {
 			if r.Postgres == nil {
 				return nil, errors.New(Name + ": needs Postgres")
 			}
-			return New(r.Postgres, journeys.NewStore(r.Postgres, nil)), nil
+			return New(r.Postgres, journeys.NewStore(r.Postgres, r.ClockOrSystem().Now)), nil
 		},
 	})
 }
 
-// Route sends started announcements to the journeys topic and
-// JOURNEY_CONVERTED to the webhooks topic.
+// Route sends started announcements and event wake-ups to the journeys
+// topic and JOURNEY_CONVERTED to the webhooks topic.
 func Route(out schemas.Envelope) string {
-	if out.Type == schemas.TypeJourneyExecutionStarted {
+	if out.Type == schemas.TypeJourneyExecutionStarted || out.Type == schemas.TypeJourneyEventWake {
 		return schemas.TopicJourneys
 	}
 	return schemas.TopicWebhooks
@@ -144,6 +149,11 @@ func (s *Stage) event(ctx context.Context, env schemas.Envelope) ([]schemas.Enve
 	if err != nil {
 		return nil, err
 	}
+	woken, err := s.wake(ctx, env, &p, eventID)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, woken...)
 	trigger := schemas.TriggerEvent
 	if p.Source == schemas.EventSourcePublic {
 		trigger = schemas.TriggerWebsiteEvent
@@ -170,8 +180,13 @@ func (s *Stage) listJoined(ctx context.Context, env schemas.Envelope) ([]schemas
 	if err != nil {
 		return nil, fmt.Errorf("%s: envelope %s: encode trigger data: %w", Name, env.ID, err)
 	}
+	// A join an add_to_list step made names the step in its causation id:
+	// the store refuses to restart that execution's journey (or one of
+	// its ancestry) from it, so steps cannot loop a journey.
+	causedBy, _ := schemas.ParseJourneyStepKey(env.CausationID)
 	return s.startAll(ctx, env, schemas.TriggerListJoined, p.ListID, journeys.StartInput{
 		Workspace: env.Workspace, Trigger: schemas.TriggerListJoined, ContactID: p.ContactID, SourceID: env.ID, Data: data,
+		CausedBy: causedBy,
 	})
 }
 
@@ -209,11 +224,12 @@ func (s *Stage) startAll(ctx context.Context, env schemas.Envelope, trigger, wha
 }
 
 // refused reports a start the store refused for a reason a retry would not
-// change now: re-entry, the contact's status or absence, or a journey
-// paused, archived or changed since Listening read it.
+// change now: re-entry, the contact's status or absence, a journey
+// paused, archived or changed since Listening read it, or a start its own
+// steps caused (ErrLoop).
 func refused(err error) bool {
 	for _, r := range []error{journeys.ErrReentry, journeys.ErrContactNotActive, journeys.ErrContactNotFound,
-		journeys.ErrNotActive, journeys.ErrWrongTrigger, journeys.ErrNotFound} {
+		journeys.ErrNotActive, journeys.ErrWrongTrigger, journeys.ErrNotFound, journeys.ErrLoop} {
 		if errors.Is(err, r) {
 			return true
 		}

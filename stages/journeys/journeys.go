@@ -31,10 +31,12 @@
 //
 // A paused journey holds its executions: they look again every
 // HoldRecheck and go on once it is active. Archiving cancels them (the
-// store does it); the engine then finds them not active and stops.
+// store does it); the engine then finds them not active and stops, after
+// publishing what a step cut short had stored (events.go, leftover).
 //
-// Not run yet: wait_for_event waits its timeout and takes the onTimeout
-// arm (the event is not watched).
+// wait_for_event waits for its event or its timeout, whichever the engine
+// sees first under the execution's row lock (events.go): the matching
+// stage wakes executions waiting for a recorded event's name.
 package journeys
 
 import (
@@ -76,13 +78,15 @@ func init() {
 			if r.Postgres == nil || r.Publisher == nil {
 				return nil, fmt.Errorf("%s: needs Postgres and a Publisher (timers)", Name)
 			}
+			// One clock for waits, stamps and timers (r.Clock: tests only).
+			clock := r.ClockOrSystem()
 			t, err := timers.Shared(ctx, r.Postgres, r.Publisher, timers.Config{
-				Queue: timers.QueueFor(r.Settings["topic_prefix"]), Logger: r.Logger})
+				Queue: timers.QueueFor(r.Settings["topic_prefix"]), Logger: r.Logger, Clock: r.Clock})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", Name, err)
 			}
-			return New(Options{Store: journeys.NewStore(r.Postgres, nil), Postgres: r.Postgres, Timers: t,
-				Mailer: r.Mailer, Contacts: r.Contacts, Logger: r.Logger, release: timers.Release}), nil
+			return New(Options{Store: journeys.NewStore(r.Postgres, clock.Now), Postgres: r.Postgres, Timers: t,
+				Mailer: r.Mailer, Contacts: r.Contacts, Now: clock.Now, Logger: r.Logger, release: timers.Release}), nil
 		},
 	})
 }
@@ -175,12 +179,19 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 			return nil, pipeline.Permanent(fmt.Errorf("journey started %s: bad payload: %v", env.ID, err))
 		}
 		execID = p.ExecutionID
-	case schemas.TypeJourneyWake:
+	case schemas.TypeJourneyWake, schemas.TypeJourneyEventWake:
 		var p schemas.JourneyWake
-		if err := json.Unmarshal(env.Payload, &p); err != nil || p.ExecutionID == "" {
+		if err := json.Unmarshal(env.Payload, &p); err != nil || p.ExecutionID == "" ||
+			(env.Type == schemas.TypeJourneyEventWake) != (p.Event != "") {
 			return nil, pipeline.Permanent(fmt.Errorf("journey wake %s: bad payload: %v", env.ID, err))
 		}
 		execID, wake = p.ExecutionID, &p
+	case schemas.TypeJourneyExecutionCancelled:
+		var p schemas.JourneyExecutionCancelled
+		if err := json.Unmarshal(env.Payload, &p); err != nil || p.ExecutionID == "" {
+			return nil, pipeline.Permanent(fmt.Errorf("journey cancelled %s: bad payload: %v", env.ID, err))
+		}
+		execID = p.ExecutionID // only leftover (events.go) can come of it
 	default:
 		return nil, nil // not the engine's
 	}
@@ -249,7 +260,8 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 		return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
 	}
 	if seen.State != journeys.StateActive || seen.JourneyStatus == schemas.JourneyArchived {
-		return nil, false, nil
+		out, err := s.leftover(ctx, seen)
+		return out, false, err
 	}
 	def, err := s.definition(ctx, seen.JourneyID, seen.Version)
 	if err != nil {
@@ -278,7 +290,7 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 			return err
 		}
 		if run.State != journeys.StateActive || run.JourneyStatus == schemas.JourneyArchived {
-			return nil
+			return nil // ended meanwhile (archived, converted): an effect run above is still published below
 		}
 		if run.Position != seen.Position || (run.NextWakeAt == nil) != (seen.NextWakeAt == nil) ||
 			run.JourneyStatus != seen.JourneyStatus {
@@ -287,6 +299,9 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 		}
 		now := s.o.Now().UTC()
 		if run.JourneyStatus != schemas.JourneyActive { // paused: hold, look again later
+			if wake != nil && wake.Event != "" { // an event wake-up: hold it
+				return s.holdEvent(ctx, tx, env, *wake, now.Add(s.o.HoldRecheck))
+			}
 			return s.schedule(ctx, tx, env, run, schemas.ChildID(env.ID, schemas.TypeJourneyWake, 1), now.Add(s.o.HoldRecheck))
 		}
 		var res stepResult
@@ -295,19 +310,31 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 			if wake == nil || wake.Position != run.Position {
 				return nil // not this wait's wake-up
 			}
+			if wake.Event != "" { // the event or nothing (events.go)
+				r, ok := eventEnds(run, st, wake)
+				if !ok {
+					return nil
+				}
+				res = r
+				break
+			}
 			if now.Before(*run.NextWakeAt) { // early (clocks differ): wait again
 				return s.schedule(ctx, tx, env, run, schemas.ChildID(env.ID, schemas.TypeJourneyWake, 2), *run.NextWakeAt)
 			}
 			res = stepResult{outcome: schemas.StepOutcomeDone}
 			if st.Type == schemas.StepWaitForEvent {
-				res.arm = schemas.ArmOnTimeout
+				res = stepResult{outcome: schemas.StepOutcomeTimeout, arm: schemas.ArmOnTimeout}
 			}
 		case isWait(st.Type):
 			due, err := s.waitEnd(ctx, tx, run, st, now)
 			if err != nil {
 				return err
 			}
-			if err := s.o.Store.Move(ctx, tx, run.ID, run.Position, &due); err != nil {
+			waitFor := ""
+			if st.Type == schemas.StepWaitForEvent {
+				waitFor = st.Event // the matching stage finds the execution by it
+			}
+			if err := s.o.Store.Wait(ctx, tx, run.ID, run.Position, due, waitFor); err != nil {
 				return err
 			}
 			id := schemas.ChildID(run.ID+"/"+run.Position, schemas.TypeJourneyWake, 0)
@@ -325,8 +352,16 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 	if err != nil {
 		return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
 	}
+	if effect != nil && !recorded(out) {
+		// The effect ran but the step was not recorded here: the
+		// execution ended (archived, converted), moved or was paused
+		// meanwhile. What the effect stored is published anyway (a
+		// message left queued and unpublished would stay so forever; the
+		// same envelope ids, so a second copy changes nothing).
+		out = append(effect.publish, out...)
+	}
 	if moved {
-		return nil, true, nil
+		return out, true, nil
 	}
 	return out, more, nil
 }
@@ -389,7 +424,9 @@ func (s *Stage) contact(ctx context.Context, run journeys.Run, st *schemas.Journ
 	if s.o.Contacts == nil {
 		return stepResult{}, pipeline.Unavailable(errors.New("no ContactWriter in this process: " + st.Type + " cannot run"))
 	}
-	key := "journey:" + run.ID + ":" + run.Position
+	// The key is the events' causation id: matching refuses to restart this
+	// journey from a list join it causes (journeys.ErrLoop).
+	key := schemas.JourneyStepKey(run.ID, run.Position)
 	var events []schemas.Envelope
 	var refused string
 	var err error
