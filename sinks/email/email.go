@@ -169,3 +169,12 @@ func Providers() []string {
 type Gate interface {
 	Blocked() bool
 }
+
+// Bounded is implemented by providers that hand off at most MaxSends
+// messages at once (the SMTP provider's connections): further Send calls
+// wait for one to finish. A caller that takes something it cannot give
+// back before sending (the delivery stage's claims) takes only about as
+// much work as can be handed off.
+type Bounded interface {
+	MaxSends() int
+}

@@ -55,9 +55,11 @@ const Name = "delivery"
 // waits on a claim, a render and the relay's answer (the SMTP provider
 // bounds its own connections, 8 by default), and the claims and finishes
 // of the Handle calls in progress share statements, so more of them in
-// progress means fewer statements per message. MaxInFlight bounds the
-// envelopes fetched and not finished (the old in-memory queue's size),
-// enough to keep every connection busy.
+// progress means fewer statements per message. Of these, only
+// AdmitPerSend per provider connection hold a claim (admit.go); the rest
+// wait unclaimed. MaxInFlight bounds the envelopes fetched and not
+// finished (the old in-memory queue's size), enough to keep every
+// connection busy.
 const (
 	Concurrency = 128
 	MaxInFlight = 8192
@@ -98,6 +100,7 @@ type Stage struct {
 
 	provMu    sync.Mutex
 	providers map[string]email.Provider
+	admission map[string]chan struct{} // by provider name (admit.go)
 	keys      keyCache
 }
 
@@ -141,7 +144,8 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 		cfg: cfg, pg: pg, db: newStore(pg, hex.EncodeToString(tok[:]), cfg.ClaimLease, cfg.BatchMax),
 		log: log.With("stage", Name), engine: render.Shared(cfg.Render),
 		sources: schemas.NewSourceCache(32<<20, false), providers: map[string]email.Provider{},
-		keys: keyCache{m: map[string]keyEntry{}, ttl: time.Minute},
+		admission: map[string]chan struct{}{},
+		keys:      keyCache{m: map[string]keyEntry{}, ttl: time.Minute},
 	}, nil
 }
 
@@ -210,6 +214,15 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		// relay is known to be down.
 		return nil, fmt.Errorf("delivery: provider %s: %w", providerName(p.Policy.Provider), pipeline.ErrBreakerOpen)
 	}
+	// Claimed only with an admission slot, held until the claim is given
+	// back or the outcome recorded (admit.go). A spilled message's
+	// provider is known only once it is loaded: it takes a slot of the
+	// envelope's (the default).
+	release, err := s.admit(ctx, p.Policy.Provider)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	c, err := s.db.claim(ctx, p.MessageID)
 	if err != nil {
 		return nil, pipeline.Unavailable(fmt.Errorf("delivery: %w", err))

@@ -217,6 +217,7 @@ type Provider struct {
 var (
 	_ email.Provider = (*Provider)(nil)
 	_ email.Gate     = (*Provider)(nil)
+	_ email.Bounded  = (*Provider)(nil)
 )
 
 // New returns a Provider; it connects on first use.
@@ -233,6 +234,10 @@ func (p *Provider) Name() string { return "smtp" }
 
 // Blocked reports whether the breaker is open (sends fail fast).
 func (p *Provider) Blocked() bool { return p.cfg.Breaker.State() == "open" }
+
+// MaxSends returns the pool size: how many Send calls run at once (the
+// rest wait for a connection).
+func (p *Provider) MaxSends() int { return p.cfg.PoolSize }
 
 // Breaker returns the provider's circuit breaker.
 func (p *Provider) Breaker() *breaker.Breaker { return p.cfg.Breaker }
