@@ -7,7 +7,8 @@
 //
 // A trigger creates the execution and writes its announcement
 // (journey_execution.started.v1 on the journeys topic) into the contacts
-// outbox in one transaction (contacts.Store.InOutbox), publishes it before
+// outbox in one transaction (contacts.Store.InOutbox) shared with the
+// starts of concurrent calls (starts.go), publishes it before
 // answering, and deletes the outbox row after the broker's ack; a crash or
 // a failed publish leaves the row to the contacts relay. What executes the
 // steps (the engine) is not built yet.
@@ -72,7 +73,8 @@ func Routes(d Deps) []ingest.Route {
 	if d.Store == nil || d.Outbox == nil {
 		panic("journeys: Deps.Store and Deps.Outbox are required")
 	}
-	h := &handlers{store: d.Store, outbox: d.Outbox, byKey: webhook.NewCache[journeys.Journey](TriggerKeyTTL)}
+	h := &handlers{store: d.Store, outbox: d.Outbox, starts: newStarter(d.Store, d.Outbox),
+		byKey: webhook.NewCache[journeys.Journey](TriggerKeyTTL)}
 	return []ingest.Route{
 		{Method: "POST", Path: "/api/public/journeys/trigger", Credential: ingest.CredKey, Limit: LimitTrigger,
 			Logged: true, Handle: h.trigger},
@@ -82,6 +84,7 @@ func Routes(d Deps) []ingest.Route {
 type handlers struct {
 	store  *journeys.Store
 	outbox Outbox
+	starts *starter                         // shared start transactions (starts.go)
 	byKey  *webhook.Cache[journeys.Journey] // trigger key's hash → its journey
 }
 
@@ -166,24 +169,17 @@ func (h *handlers) trigger(c *ingest.Call) ingest.Result {
 	if msg != "" {
 		return ingest.Fail(400, CodeValidation, msg, fields...)
 	}
-	var exec journeys.Execution
-	write := func(tx pgx.Tx) (err error) {
-		exec, err = h.store.Start(c.Ctx, tx, journeys.StartInput{
-			Workspace: j.Workspace, JourneyID: j.ID, Trigger: schemas.TriggerAPIEvent, Email: in.Email,
-			ExecutionID: schemas.NewID(), Data: in.Data,
-		})
-		return err
+	d := h.starts.start(c.Ctx, startCall{requestID: c.RequestID, in: journeys.StartInput{
+		Workspace: j.Workspace, JourneyID: j.ID, Trigger: schemas.TriggerAPIEvent, Email: in.Email,
+		ExecutionID: schemas.NewID(), Data: in.Data,
+	}})
+	if d.err != nil {
+		return refused(d.err)
 	}
-	announce := func() []ingest.Message {
-		return []ingest.Message{{Topic: schemas.TopicJourneys, Env: journeys.StartedEnvelope(exec, c.RequestID)}}
-	}
-	msgs, ids, err := h.outbox.InOutbox(c.Ctx, write, announce)
-	if err != nil {
-		return refused(err)
-	}
+	exec := d.exec
 	res := ingest.OK(200, triggered{Success: true, ExecutionID: exec.ID, JourneyID: j.ID, ContactID: exec.ContactID})
-	res.Publish, res.Stored, res.Outboxed = msgs, true, true
-	res.Published = func() { h.outbox.Published(ids...) }
+	res.Publish, res.Stored, res.Outboxed = []ingest.Message{d.msg}, true, true
+	res.Published = func() { h.outbox.Published(d.outboxID) }
 	res.Produced = schemas.Produced{JourneyRunIDs: []string{exec.ID}, ContactIDs: []string{exec.ContactID}, Recipient: exec.Email}
 	return res
 }
