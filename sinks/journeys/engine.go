@@ -22,6 +22,10 @@ var (
 	sqlEngineLock string
 	//go:embed sql/engine_peek.sql
 	sqlEnginePeek string
+	//go:embed sql/engine_peek_cause.sql
+	sqlEnginePeekCause string
+	//go:embed sql/engine_advance.sql
+	sqlEngineAdvance string
 	//go:embed sql/engine_move.sql
 	sqlEngineMove string
 	//go:embed sql/engine_step_insert.sql
@@ -67,11 +71,35 @@ func (s *Store) PeekRun(ctx context.Context, id string) (Run, error) {
 	return scanRun(s.pg.QueryRow(ctx, sqlEnginePeek, id), id)
 }
 
-func scanRun(row pgx.Row, id string) (Run, error) {
+// PeekRunFor is PeekRun, and also reports whether envelope causeID ran
+// steps before (ran: it is a redelivery), in one round trip.
+func (s *Store) PeekRunFor(ctx context.Context, id, causeID string) (r Run, ran bool, err error) {
+	r, err = scanRun(s.pg.QueryRow(ctx, sqlEnginePeekCause, id, causeID), id, &ran)
+	return r, ran, err
+}
+
+// Advance is one step of an execution whose result is known before its
+// lock, in one statement (its own transaction): when execution
+// a.ExecutionID is still active at step a.Address of an active journey,
+// waiting for a wait that ended by a.DoneAt (wakeEnded) or not waiting at
+// all (!wakeEnded), it locks the execution, records the step and moves it
+// to next (or finishes it in a.Final) together. locked is false when the
+// execution was not so (nothing was written: the caller takes the general
+// path); recorded is false when the step was recorded before.
+func (s *Store) Advance(ctx context.Context, a StepRun, wakeEnded bool, next string) (locked, recorded bool, err error) {
+	err = s.pg.QueryRow(ctx, sqlEngineAdvance, a.ExecutionID, a.Address, wakeEnded, a.StepType, a.Outcome,
+		nullable(a.MessageID), nullable(a.Detail), nullable(a.Final), a.CauseID, nullable(next), a.DoneAt).Scan(&locked, &recorded)
+	if err != nil {
+		return false, false, fmt.Errorf("step %s of execution %s: %w", a.Address, a.ExecutionID, err)
+	}
+	return locked, recorded, nil
+}
+
+func scanRun(row pgx.Row, id string, more ...any) (Run, error) {
 	r := Run{ID: id}
 	var data []byte
-	err := row.Scan(&r.Workspace, &r.JourneyID, &r.Version, &r.ContactID, &r.Email,
-		&r.State, &r.Position, &r.Trigger, &data, &r.StartedAt, &r.NextWakeAt, &r.JourneyStatus)
+	err := row.Scan(append([]any{&r.Workspace, &r.JourneyID, &r.Version, &r.ContactID, &r.Email,
+		&r.State, &r.Position, &r.Trigger, &data, &r.StartedAt, &r.NextWakeAt, &r.JourneyStatus}, more...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Run{}, ErrNotFound
 	}

@@ -195,12 +195,24 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	default:
 		return nil, nil // not the engine's
 	}
-	out, err := s.replay(ctx, env)
-	if err != nil {
-		return nil, err
+	// One read: the execution, and whether env ran steps before (only a
+	// redelivery replays their outputs).
+	seen, ran, err := s.o.Store.PeekRunFor(ctx, execID, env.ID)
+	if errors.Is(err, journeys.ErrNotFound) {
+		return nil, nil // gone with its contact or journey
 	}
+	if err != nil {
+		return nil, fmt.Errorf("journey execution %s: %w", execID, err)
+	}
+	var out []schemas.Envelope
+	if ran {
+		if out, err = s.replay(ctx, env); err != nil {
+			return nil, err
+		}
+	}
+	cur := &seen
 	for {
-		res, more, err := s.step(ctx, env, execID, wake)
+		res, next, more, err := s.step(ctx, env, execID, wake, cur)
 		if err != nil {
 			return nil, err
 		}
@@ -208,6 +220,7 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		if !more {
 			return out, nil
 		}
+		cur = next
 	}
 }
 
@@ -251,37 +264,54 @@ type stepResult struct {
 // execution, checks it is still where it was read, and commits the step's
 // record, the move and any timer together. more reports that the next
 // step may run at once.
-func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, wake *schemas.JourneyWake) (out []schemas.Envelope, more bool, err error) {
-	seen, err := s.o.Store.PeekRun(ctx, execID)
-	if errors.Is(err, journeys.ErrNotFound) {
-		return nil, false, nil // gone with its contact or journey
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+//
+// known, when not nil, is the execution as read or as the previous step of
+// this handling left it (that step committed its position: reading it
+// again would find the same); nil reads it. next is the execution as this
+// step left it when more, nil when it must be read again.
+func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, wake *schemas.JourneyWake, known *journeys.Run) (out []schemas.Envelope, next *journeys.Run, more bool, err error) {
+	var seen journeys.Run
+	if known != nil {
+		seen = *known
+	} else if seen, err = s.o.Store.PeekRun(ctx, execID); errors.Is(err, journeys.ErrNotFound) {
+		return nil, nil, false, nil // gone with its contact or journey
+	} else if err != nil {
+		return nil, nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
 	}
 	if seen.State != journeys.StateActive || seen.JourneyStatus == schemas.JourneyArchived {
 		out, err := s.leftover(ctx, seen)
-		return out, false, err
+		return out, nil, false, err
 	}
 	def, err := s.definition(ctx, seen.JourneyID, seen.Version)
 	if err != nil {
-		return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+		return nil, nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
 	}
 	st, err := def.StepAt(seen.Position)
 	if err != nil {
-		return nil, false, pipeline.Permanent(fmt.Errorf("execution %s: %w", execID, err))
+		return nil, nil, false, pipeline.Permanent(fmt.Errorf("execution %s: %w", execID, err))
 	}
 	var effect *stepResult
 	if seen.JourneyStatus == schemas.JourneyActive && seen.NextWakeAt == nil && hasEffect(st.Type) {
 		r, err := s.effect(ctx, seen, st)
 		if err != nil {
-			return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+			return nil, nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
 		}
 		effect = &r
 	}
+	if res, ok := s.known(seen, st, wake, effect); ok {
+		out, next, done, err := s.advance(ctx, env, seen, def, st, res)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+		}
+		if done {
+			return out, next, next != nil, nil
+		}
+		// Not as read (moved, paused, ended, or its wait not over): the
+		// general path below locks and looks.
+	}
 	moved := false
 	err = pgx.BeginFunc(ctx, s.o.Postgres, func(tx pgx.Tx) error {
-		out, more, moved = nil, false, false
+		out, next, more, moved = nil, nil, false, false
 		run, err := s.o.Store.LockRun(ctx, tx, execID)
 		if errors.Is(err, journeys.ErrNotFound) {
 			return nil
@@ -346,11 +376,12 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 				return err
 			}
 		}
-		out, more, err = s.finishStep(ctx, tx, env, run, def, st, res, now)
+		out, next, err = s.finishStep(ctx, tx, env, run, def, st, res, now)
+		more = next != nil
 		return err
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+		return nil, nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
 	}
 	if effect != nil && !recorded(out) {
 		// The effect ran but the step was not recorded here: the
@@ -361,9 +392,9 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 		out = append(effect.publish, out...)
 	}
 	if moved {
-		return out, true, nil
+		return out, nil, true, nil
 	}
-	return out, more, nil
+	return out, next, more, nil
 }
 
 // hasEffect reports whether steps of type t act outside the execution
@@ -474,49 +505,4 @@ func (s *Stage) mail(ctx context.Context, run journeys.Run, st *schemas.JourneyS
 		return schemas.MailResult{}, fmt.Errorf("send_email %s: %w", addr, err)
 	}
 	return res, nil
-}
-
-// finishStep records the step, moves the execution on (or ends it) and
-// returns the step's outputs.
-func (s *Stage) finishStep(ctx context.Context, tx pgx.Tx, env schemas.Envelope, run journeys.Run, def *schemas.JourneyDefinition, st *schemas.JourneyStep, res stepResult, now time.Time) ([]schemas.Envelope, bool, error) {
-	var next string
-	var done bool
-	var err error
-	switch {
-	case res.exit:
-		done = true
-	case res.arm != "":
-		next, done, err = def.Enter(run.Position, res.arm)
-	default:
-		next, done, err = def.Next(run.Position)
-	}
-	if err != nil {
-		return nil, false, pipeline.Permanent(err)
-	}
-	final := ""
-	if done {
-		final = journeys.StateCompleted
-		if res.exit {
-			final = journeys.StateExited
-		}
-	}
-	r := journeys.StepRun{ExecutionID: run.ID, Address: run.Position, StepType: st.Type, Outcome: res.outcome,
-		MessageID: res.messageID, Detail: res.detail, Final: final, CauseID: env.ID, DoneAt: now}
-	ok, err := s.o.Store.RecordStep(ctx, tx, r)
-	if err != nil {
-		return nil, false, err
-	}
-	if !ok { // recorded by another run that then did not move on: impossible under the row lock
-		return nil, false, fmt.Errorf("step %s of execution %s is recorded but the execution is still at it", run.Position, run.ID)
-	}
-	if done {
-		if _, err := s.o.Store.Finish(ctx, tx, run.Workspace, run.ID, final, nil); err != nil {
-			return nil, false, err
-		}
-	} else if err := s.o.Store.Move(ctx, tx, run.ID, next, nil); err != nil {
-		return nil, false, err
-	}
-	r.Workspace, r.JourneyID, r.Version, r.ContactID = run.Workspace, run.JourneyID, run.Version, run.ContactID
-	out := append(res.publish, stepEnvelope(r))
-	return out, !done, nil
 }
