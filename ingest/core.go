@@ -19,6 +19,22 @@ import (
 type Me struct {
 	Workspace MeWorkspace `json:"workspace"`
 	Key       MeKey       `json:"key"`
+	// App and Member are present for an OAuth access token only: the app
+	// it was issued to and the member it acts as (Member absent for a
+	// client_credentials token of an app without a creator).
+	App    *MeApp    `json:"app,omitempty"`
+	Member *MeMember `json:"member,omitempty"`
+}
+
+// MeApp is the OAuth app part of Me.
+type MeApp struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// MeMember is the member part of Me.
+type MeMember struct {
+	ID string `json:"id"`
 }
 
 // MeWorkspace is the workspace part of Me.
@@ -85,7 +101,17 @@ func appendMe(b []byte, p Principal) []byte {
 	b = schemas.AppendJSONStrings(append(b, `,"scopes":`...), scopes)
 	b = append(b, `,"fullAccess":`...)
 	b = strconv.AppendBool(b, len(p.Scopes) == 0)
-	return append(b, "}}"...)
+	b = append(b, '}')
+	if p.AppID != "" {
+		b = schemas.AppendJSONString(append(b, `,"app":{"id":`...), p.AppID)
+		b = schemas.AppendJSONString(append(b, `,"name":`...), p.AppName)
+		b = append(b, '}')
+		if p.MemberID != "" {
+			b = schemas.AppendJSONString(append(b, `,"member":{"id":`...), p.MemberID)
+			b = append(b, '}')
+		}
+	}
+	return append(b, '}')
 }
 
 func (s *Server) readyz(c *Call) Result {

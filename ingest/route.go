@@ -49,10 +49,13 @@ type Principal struct {
 	Plan          string   // free, pro or enterprise
 	ContactLimit  int64    // 0 means unlimited
 	Domains       []string // tracking tokens: allowed domains; empty allows all
-	// Sessions (Kind KindSession) only: the member, the login's email,
-	// the role and the member's named permissions (package members says
-	// what they allow). KeyID is the session's id.
+	// Sessions (Kind KindSession): the member, the login's email, the
+	// role and the member's named permissions (package members says what
+	// they allow). KeyID is the session's id. OAuth access tokens set
+	// MemberID (the member the token acts as) and AppID/AppName.
 	MemberID    string
+	AppID       string
+	AppName     string
 	Email       string
 	Role        string
 	Permissions []string

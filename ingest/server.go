@@ -356,6 +356,7 @@ func (s *Server) check(ctx context.Context, rc *fasthttp.RequestCtx, rt *route, 
 		p = Principal{
 			Workspace: id.Workspace, WorkspaceName: id.WorkspaceName, KeyID: id.KeyID, Kind: id.Kind,
 			Scopes: id.Scopes, Plan: id.Plan, ContactLimit: id.ContactLimit, Domains: id.Domains,
+			MemberID: id.MemberID, AppID: id.AppID, AppName: id.AppName,
 		}
 		mult = id.RateMultiplier
 		if rt.Scope != "" && id.Kind != auth.KindTrackingToken && len(id.Scopes) > 0 && !contains(id.Scopes, rt.Scope) {

@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -98,6 +99,12 @@ func OpenAPI(siteURL string) ([]byte, error) {
 	out, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("openapi encode: %w", err)
+	}
+	// The OAuth flows' URLs (paths/oauth.json) are absolute: they name
+	// "{site_url}" as whole JSON strings, filled in here.
+	site := strings.TrimRight(siteURL, "/")
+	for _, u := range []string{"/oauth/authorize", "/api/oauth/token"} {
+		out = bytes.ReplaceAll(out, []byte(`"{site_url}`+u+`"`), []byte(`"`+site+u+`"`))
 	}
 	return out, nil
 }

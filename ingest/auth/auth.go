@@ -107,7 +107,12 @@ type Identity struct {
 	ContactLimit   int64 // 0 means unlimited
 	RateMultiplier int64 // at least 1
 	Suspended      bool
-	hash           [32]byte
+	// OAuth access tokens only: the member the token acts as ("" for a
+	// client_credentials token of an app without a creator) and the app.
+	MemberID string
+	AppID    string
+	AppName  string
+	hash     [32]byte
 }
 
 // Hash returns the SHA-256 of a credential, the only form ever stored.

@@ -1,0 +1,3 @@
+-- $1 workspace, $2 app id.
+SELECT id, workspace_id, name, client_id, client_type, secret_hash, grants, scopes, redirect_uris, coalesce(created_by, '')
+FROM oauth_apps WHERE workspace_id = $1 AND id = $2

@@ -1,0 +1,1 @@
+DELETE FROM oauth_apps WHERE workspace_id = $1 AND id = $2
