@@ -27,6 +27,7 @@ type env struct {
 	h       *ingesttest.Harness
 	store   *Store
 	members *members.Store
+	emails  map[string]string // member id -> email
 }
 
 func start(t *testing.T) *env {
@@ -42,10 +43,11 @@ func start(t *testing.T) *env {
 	}
 	st := NewStore(pg)
 	routes := append(Routes(Deps{Store: st, SiteURL: issuer}), members.Routes(ms)...)
+	routes = append(routes, AuthorizeRoutes(Deps{Store: st, SiteURL: issuer}, ms)...)
 	routes = append(routes, contacts.Routes(contacts.Deps{Store: contacts.NewStore(pg), Signer: signer, SiteURL: issuer})...)
 	h := ingesttest.StartWith(t, ingesttest.Options{Sessions: ms}, routes...)
 	listen(t, h)
-	return &env{t: t, h: h, store: st, members: ms}
+	return &env{t: t, h: h, store: st, members: ms, emails: map[string]string{}}
 }
 
 // listen feeds h's credential cache from a Listener of its own, as serve
@@ -80,6 +82,7 @@ func (e *env) member(ws, role, perms string) string {
 	if err != nil {
 		e.t.Fatalf("create member: %v", err)
 	}
+	e.emails[id] = email
 	return id
 }
 
@@ -163,3 +166,6 @@ func eventually(t *testing.T, what string, f func() bool) {
 		}
 	}
 }
+
+// email is the sign-in email of a member made by e.member.
+func (e *env) email(member string) string { return e.emails[member] }
