@@ -37,13 +37,14 @@ var (
 	sqlListApps string
 )
 
-// Errors of app management. Callers answer ErrNotFound with 404, the
-// others with 400/403 and their text.
+// Errors of app management. Callers answer ErrNotFound with 404,
+// ErrInvalid with 400, the others with 403 (ErrTooMany 409) and their text.
 var (
 	ErrNotFound  = errors.New("oauth app not found")
 	ErrPlan      = errors.New("OAuth apps need the Pro or Enterprise plan")
 	ErrTooMany   = fmt.Errorf("a workspace has at most %d OAuth apps", MaxAppsPerWorkspace)
 	ErrForbidden = errors.New("managing OAuth apps needs the API-keys permission (support staff cannot change apps)")
+	ErrInvalid   = errors.New("invalid OAuth app")
 )
 
 // Store keeps apps, codes, connections and tokens in Postgres. Safe for
@@ -114,7 +115,7 @@ func (n NewApp) validate() error {
 // who may not manage API keys (ErrForbidden).
 func (s *Store) CreateApp(ctx context.Context, n NewApp) (App, string, error) {
 	if err := n.validate(); err != nil {
-		return App{}, "", fmt.Errorf("create oauth app: %w", err)
+		return App{}, "", fmt.Errorf("create oauth app: %w: %w", ErrInvalid, err)
 	}
 	a := App{ID: schemas.NewID(), Workspace: n.Workspace, Name: strings.TrimSpace(n.Name), Type: n.Type,
 		Grants: n.Grants, Scopes: n.Scopes, RedirectURIs: n.RedirectURIs, CreatedBy: n.CreatedBy}

@@ -44,6 +44,7 @@ func start(t *testing.T) *env {
 	st := NewStore(pg)
 	routes := append(Routes(Deps{Store: st, SiteURL: issuer}), members.Routes(ms)...)
 	routes = append(routes, AuthorizeRoutes(Deps{Store: st, SiteURL: issuer}, ms)...)
+	routes = append(routes, DashboardRoutes(Deps{Store: st, SiteURL: issuer})...)
 	routes = append(routes, contacts.Routes(contacts.Deps{Store: contacts.NewStore(pg), Signer: signer, SiteURL: issuer})...)
 	h := ingesttest.StartWith(t, ingesttest.Options{Sessions: ms}, routes...)
 	listen(t, h)
