@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,28 +72,90 @@ func (s *Store) PeekRun(ctx context.Context, id string) (Run, error) {
 	return scanRun(s.pg.QueryRow(ctx, sqlEnginePeek, id), id)
 }
 
-// PeekRunFor is PeekRun, and also reports whether envelope causeID ran
-// steps before (ran: it is a redelivery), in one round trip.
-func (s *Store) PeekRunFor(ctx context.Context, id, causeID string) (r Run, ran bool, err error) {
-	r, err = scanRun(s.pg.QueryRow(ctx, sqlEnginePeekCause, id, causeID), id, &ran)
-	return r, ran, err
+// RunKey names an execution and the envelope being handled for it.
+type RunKey struct{ ID, CauseID string }
+
+// Peeked is PeekRuns' answer for one RunKey: the execution (Err
+// ErrNotFound when there is none), and whether the envelope ran steps
+// before (Ran: it is a redelivery).
+type Peeked struct {
+	Run Run
+	Ran bool
+	Err error
+}
+
+// PeekRuns reads executions without a lock, as PeekRun, each with whether
+// its envelope ran steps before, all in one round trip (the engine's
+// Batcher gathers concurrent handlers' reads). The error is the round
+// trip's; a missing execution is its Peeked's Err.
+func (s *Store) PeekRuns(ctx context.Context, keys []RunKey) ([]Peeked, error) {
+	b := &pgx.Batch{}
+	for _, k := range keys {
+		b.Queue(sqlEnginePeekCause, k.ID, k.CauseID)
+	}
+	br := s.pg.SendBatch(ctx, b)
+	defer br.Close()
+	out := make([]Peeked, len(keys))
+	for i, k := range keys {
+		p := &out[i]
+		p.Run, p.Err = scanRun(br.QueryRow(), k.ID, &p.Ran)
+		if p.Err != nil && !errors.Is(p.Err, ErrNotFound) {
+			return nil, p.Err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("read executions: %w", err)
+	}
+	return out, nil
 }
 
 // Advance is one step of an execution whose result is known before its
-// lock, in one statement (its own transaction): when execution
-// a.ExecutionID is still active at step a.Address of an active journey,
-// waiting for a wait that ended by a.DoneAt (wakeEnded) or not waiting at
-// all (!wakeEnded), it locks the execution, records the step and moves it
-// to next (or finishes it in a.Final) together. locked is false when the
-// execution was not so (nothing was written: the caller takes the general
-// path); recorded is false when the step was recorded before.
-func (s *Store) Advance(ctx context.Context, a StepRun, wakeEnded bool, next string) (locked, recorded bool, err error) {
-	err = s.pg.QueryRow(ctx, sqlEngineAdvance, a.ExecutionID, a.Address, wakeEnded, a.StepType, a.Outcome,
-		nullable(a.MessageID), nullable(a.Detail), nullable(a.Final), a.CauseID, nullable(next), a.DoneAt).Scan(&locked, &recorded)
-	if err != nil {
-		return false, false, fmt.Errorf("step %s of execution %s: %w", a.Address, a.ExecutionID, err)
+// lock (see AdvanceAll): the step's record, whether the execution waits
+// for a wait that ended by Step.DoneAt (WakeEnded) or for nothing, and
+// where it goes on (Next; "" when Step.Final ends it).
+type Advance struct {
+	Step      StepRun
+	WakeEnded bool
+	Next      string
+}
+
+// Advanced is what one Advance did: Locked is false when the execution
+// was not as expected (nothing was written: the caller takes the general
+// path); Recorded is false when the step was recorded before.
+type Advanced struct{ Locked, Recorded bool }
+
+// AdvanceAll runs each Advance as one statement (engine_advance.sql):
+// when the execution is still active at Step.Address of an active
+// journey, waiting for a wait that ended (WakeEnded) or not waiting, it
+// locks the execution, records the step and moves it to Next or finishes
+// it in Step.Final together, as LockRun, RecordStep and Move/Finish do in
+// one transaction. All go in one round trip (one implicit transaction:
+// an error fails them all, and none is written), locking executions in id
+// order so that two batches never wait for each other in a cycle.
+func (s *Store) AdvanceAll(ctx context.Context, in []Advance) ([]Advanced, error) {
+	order := make([]int, len(in))
+	for i := range order {
+		order[i] = i
 	}
-	return locked, recorded, nil
+	sort.Slice(order, func(a, b int) bool { return in[order[a]].Step.ExecutionID < in[order[b]].Step.ExecutionID })
+	b := &pgx.Batch{}
+	for _, i := range order {
+		a := in[i].Step
+		b.Queue(sqlEngineAdvance, a.ExecutionID, a.Address, in[i].WakeEnded, a.StepType, a.Outcome, nullable(a.MessageID),
+			nullable(a.Detail), nullable(a.Final), a.CauseID, nullable(in[i].Next), a.DoneAt)
+	}
+	br := s.pg.SendBatch(ctx, b)
+	defer br.Close()
+	out := make([]Advanced, len(in))
+	for _, i := range order {
+		if err := br.QueryRow().Scan(&out[i].Locked, &out[i].Recorded); err != nil {
+			return nil, fmt.Errorf("step %s of execution %s: %w", in[i].Step.Address, in[i].Step.ExecutionID, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("advance executions: %w", err)
+	}
+	return out, nil
 }
 
 func scanRun(row pgx.Row, id string, more ...any) (Run, error) {

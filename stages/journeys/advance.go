@@ -15,8 +15,9 @@ import (
 // Recording a finished step and moving the execution on: in the step's
 // transaction after LockRun (finishStep), or, when the step's result is
 // known before the lock, in one statement that locks, records and moves
-// (advance, journeys.Store.Advance): the same row lock, record and move
-// committed together, in one round trip instead of five.
+// (advance, journeys.Store.AdvanceAll): the same row lock, record and move
+// committed together, in one statement instead of five, which concurrent
+// handlers' steps share a round trip for (postgres.Batcher).
 
 // known returns the result of step st of seen when it does not depend on
 // what the lock finds: an effect that ran (seen not waiting), or the timer
@@ -49,11 +50,11 @@ func (s *Stage) advance(ctx context.Context, env schemas.Envelope, seen journeys
 		return nil, nil, false, err
 	}
 	r := stepRunOf(env, seen, st, res, final, now)
-	locked, recorded, err := s.o.Store.Advance(ctx, r, seen.NextWakeAt != nil, pos)
-	if err != nil || !locked {
+	a, err := s.advances.Do(ctx, journeys.Advance{Step: r, WakeEnded: seen.NextWakeAt != nil, Next: pos})
+	if err != nil || !a.Locked {
 		return nil, nil, false, err
 	}
-	if !recorded { // the row lock makes this impossible, as in finishStep
+	if !a.Recorded { // the row lock makes this impossible, as in finishStep
 		return nil, nil, false, fmt.Errorf("step %s of execution %s is recorded but the execution is still at it", seen.Position, seen.ID)
 	}
 	return append(res.publish, stepEnvelope(r)), after(seen, pos, final), true, nil

@@ -55,6 +55,7 @@ import (
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
+	"sendstream/sinks/postgres"
 	"sendstream/sinks/timers"
 )
 
@@ -132,7 +133,14 @@ type Stage struct {
 	o        Options
 	mu       sync.Mutex
 	versions map[versionKey]*schemas.JourneyDefinition // immutable, so cached
+	// Concurrent handlers' first reads and known steps share round trips.
+	peeks    *postgres.Batcher[journeys.RunKey, journeys.Peeked]
+	advances *postgres.Batcher[journeys.Advance, journeys.Advanced]
 }
+
+// batchWorkers is how many shared statements of each kind (reads, known
+// steps) are in flight at once.
+const batchWorkers = 4
 
 type versionKey struct {
 	journey string
@@ -155,11 +163,16 @@ func New(o Options) *Stage {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Stage{o: o, versions: map[versionKey]*schemas.JourneyDefinition{}}
+	return &Stage{o: o, versions: map[versionKey]*schemas.JourneyDefinition{},
+		peeks:    &postgres.Batcher[journeys.RunKey, journeys.Peeked]{Workers: batchWorkers, Run: o.Store.PeekRuns},
+		advances: &postgres.Batcher[journeys.Advance, journeys.Advanced]{Workers: batchWorkers, Run: o.Store.AdvanceAll}}
 }
 
-// Close gives back the process's shared timers.
+// Close stops the shared statements and gives back the process's shared
+// timers.
 func (s *Stage) Close() error {
+	s.peeks.Close()
+	s.advances.Close()
 	if s.o.release != nil {
 		return s.o.release()
 	}
@@ -197,15 +210,19 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	}
 	// One read: the execution, and whether env ran steps before (only a
 	// redelivery replays their outputs).
-	seen, ran, err := s.o.Store.PeekRunFor(ctx, execID, env.ID)
+	p, err := s.peeks.Do(ctx, journeys.RunKey{ID: execID, CauseID: env.ID})
+	if err == nil {
+		err = p.Err
+	}
 	if errors.Is(err, journeys.ErrNotFound) {
 		return nil, nil // gone with its contact or journey
 	}
 	if err != nil {
 		return nil, fmt.Errorf("journey execution %s: %w", execID, err)
 	}
+	seen := p.Run
 	var out []schemas.Envelope
-	if ran {
+	if p.Ran {
 		if out, err = s.replay(ctx, env); err != nil {
 			return nil, err
 		}
