@@ -20,7 +20,7 @@ import (
 // commands features.go lists: it prints one JSON object on stdout, or
 // returns an error (main prints it to stderr and exits non-zero).
 func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return admincli.Run(ctx, featureAdminCommands(), admincli.NewEnv(openAdminPG, openAdminCH).WithPublisher(openAdminPublisher), args, stdout, stderr)
+	return admincli.Run(ctx, featureAdminCommands(), admincli.NewEnv(openAdminPG, openAdminCH).WithPublisher(openAdminPublisher).WithTopicPrefix(adminTopicPrefix), args, stdout, stderr)
 }
 
 // openAdminPG opens Postgres from the local stack's settings
@@ -54,6 +54,15 @@ func openAdminCH(ctx context.Context) (driver.Conn, error) {
 		db = "sendstream"
 	}
 	return chsink.Open(ctx, st.ClickHouseAddr, db)
+}
+
+// adminTopicPrefix reads the configured topic prefix (config.go).
+func adminTopicPrefix() (string, error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return "", err
+	}
+	return cfg.TopicPrefix, nil
 }
 
 // openAdminPublisher opens a producer on the configured brokers, topic

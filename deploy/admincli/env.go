@@ -21,6 +21,8 @@ type Env struct {
 
 	openPub func(context.Context) (io.Closer, error)
 	pub     io.Closer
+
+	prefix func() (string, error)
 }
 
 // NewEnv returns an Env that opens Postgres with openPG (a pool with the
@@ -80,6 +82,25 @@ func (e *Env) Publisher(ctx context.Context) (io.Closer, error) {
 		e.pub = pub
 	}
 	return e.pub, nil
+}
+
+// WithTopicPrefix sets how TopicPrefix reads the deployment's topic prefix
+// (SENDSTREAM_TOPIC_PREFIX, through the root package's config) and returns
+// e.
+func (e *Env) WithTopicPrefix(read func() (string, error)) *Env {
+	e.prefix = read
+	return e
+}
+
+// TopicPrefix returns the deployment's topic prefix: commands that write
+// outbox rows scope them with it, so that the relay of the deployment the
+// command speaks for publishes them (migration 0054). "" when no reader
+// was set.
+func (e *Env) TopicPrefix() (string, error) {
+	if e.prefix == nil {
+		return "", nil
+	}
+	return e.prefix()
 }
 
 // Close closes what PG, CH and Publisher opened (the producer first, which

@@ -45,7 +45,15 @@ func adminStore(ctx context.Context, env *admincli.Env, ws string) (*journeys.St
 	if err != nil {
 		return nil, err
 	}
-	return journeys.NewStore(pg, nil), nil
+	prefix, err := env.TopicPrefix()
+	if err != nil {
+		return nil, err
+	}
+	store := journeys.NewStore(pg, nil)
+	// Archive writes a cancellation per execution into the contacts outbox:
+	// scoped by the deployment's prefix, its relay publishes them.
+	store.SetOutboxScope(prefix)
+	return store, nil
 }
 
 // idAndStore parses args with the --workspace and --id flags, both

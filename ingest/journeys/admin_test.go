@@ -32,7 +32,7 @@ func admin(t *testing.T, _ *pgxpool.Pool, args ...string) (map[string]any, error
 	env := admincli.NewEnv(func(ctx context.Context) (*pgxpool.Pool, error) { return pgxpool.New(ctx, url) },
 		func(context.Context) (driver.Conn, error) {
 			return nil, errors.New("journey commands never need ClickHouse")
-		})
+		}).WithTopicPrefix(func() (string, error) { return adminTestPrefix, nil })
 	var out, errOut bytes.Buffer
 	if err := admincli.Run(context.Background(), journeys.AdminCommands(), env, args, &out, &errOut); err != nil {
 		if out.Len() != 0 {
@@ -46,6 +46,10 @@ func admin(t *testing.T, _ *pgxpool.Pool, args ...string) (map[string]any, error
 	}
 	return m, nil
 }
+
+// adminTestPrefix is the topic prefix the admin commands of these tests
+// run under: their outbox rows must carry it as their scope.
+const adminTestPrefix = "journeys-admin-test."
 
 // exampleFile writes deploy/examples/<name> with its placeholders replaced.
 func exampleFile(t *testing.T, name string, repl map[string]string) string {
@@ -220,6 +224,16 @@ func TestAdminJourneyCommands(t *testing.T) {
 	out, err = admin(t, pg, "journey", "executions", "--workspace", ws, "--id", id, "--state", "active")
 	if err != nil || len(out["executions"].([]any)) != 0 {
 		t.Fatalf("active executions after archive: %v %v", out, err)
+	}
+	// The archive's cancellation is in the outbox under the deployment's
+	// prefix, so that deployment's relay (and no other) publishes it.
+	var scopes []string
+	rows, err := pg.Query(context.Background(), `SELECT scope FROM contact_outbox WHERE workspace_id = $1 AND data->>'topic' = $2`, ws, schemas.TopicJourneys)
+	if err == nil {
+		scopes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || len(scopes) != 1 || scopes[0] != adminTestPrefix {
+		t.Fatalf("cancellations in the outbox: scopes %q (%v), want one with %q", scopes, err, adminTestPrefix)
 	}
 	if _, err := admin(t, pg, "journey", "activate", "--workspace", ws, "--id", id); err == nil || !strings.Contains(err.Error(), "archived") {
 		t.Fatalf("activate archived: %v", err)
