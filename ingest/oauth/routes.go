@@ -33,9 +33,13 @@ func noStore() map[string]string {
 	return map[string]string{"Cache-Control": "no-store", "Pragma": "no-cache"}
 }
 
+// errorBody is an RFC 6749 5.2 error. Code repeats Error so that clients
+// of the rest of the API, which read "code" (spec 7.1), read it here too
+// (RFC 6749 lets a response carry more members).
 type errorBody struct {
 	Error       string `json:"error"`
 	Description string `json:"error_description,omitempty"`
+	Code        string `json:"code"`
 }
 
 // fail answers an OAuth error; invalid_client after Basic authentication
@@ -43,13 +47,13 @@ type errorBody struct {
 func fail(err error, basic bool) ingest.Result {
 	var oe *Error
 	if !errors.As(err, &oe) {
-		return ingest.Result{Status: 500, Body: errorBody{Error: "server_error", Description: "internal error"}, Headers: noStore()}
+		return ingest.Result{Status: 500, Body: errorBody{Error: "server_error", Description: "internal error", Code: "server_error"}, Headers: noStore()}
 	}
 	h := noStore()
 	if oe.Code == "invalid_client" && basic {
 		h["WWW-Authenticate"] = `Basic realm="sendstream", charset="UTF-8"`
 	}
-	return ingest.Result{Status: oe.Status(), Body: errorBody{Error: oe.Code, Description: oe.Description}, Headers: h}
+	return ingest.Result{Status: oe.Status(), Body: errorBody{Error: oe.Code, Description: oe.Description, Code: oe.Code}, Headers: h}
 }
 
 // form parses a form-encoded body; a parameter sent twice is
@@ -71,62 +75,91 @@ func form(c *ingest.Call) (url.Values, *Error) {
 	return v, nil
 }
 
-// client authenticates the caller: HTTP Basic (client_id and secret
-// form-encoded, RFC 6749 2.3.1) or client_id/client_secret in the body.
-// A public app names itself with client_id only; authenticated is then
-// false. basic reports that the Basic scheme was used.
-func (d Deps) client(ctx context.Context, c *ingest.Call, v url.Values) (app App, authenticated, basic bool, err error) {
-	id, secret := v.Get("client_id"), v.Get("client_secret")
-	hasSecret := v.Has("client_secret")
-	if h := c.Header("Authorization"); h != "" {
-		scheme, cred, _ := strings.Cut(h, " ")
-		if !strings.EqualFold(scheme, "basic") {
-			return App{}, false, false, oerr("invalid_client", "unsupported client authentication scheme")
-		}
-		basic = true
-		raw, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
-		u, p, ok := strings.Cut(string(raw), ":")
-		if derr != nil || !ok {
-			return App{}, false, true, oerr("invalid_client", "malformed Basic credentials")
-		}
-		bu, e1 := url.QueryUnescape(u)
-		bp, e2 := url.QueryUnescape(p)
-		if e1 != nil || e2 != nil || hasSecret || id != "" && id != bu {
-			return App{}, false, true, oerr("invalid_request", "use one client authentication method")
-		}
-		id, secret, hasSecret = bu, bp, true
+// basic reads HTTP Basic client credentials (client_id and secret each
+// form-encoded, RFC 6749 2.3.1). present is false without an
+// Authorization header; any other scheme or a malformed value is
+// invalid_client. It runs before the body is read, so a bad credential
+// answers 401 whatever the body (the API's order of checks).
+func basic(c *ingest.Call) (id, secret string, present bool, err error) {
+	h := c.Header("Authorization")
+	if h == "" {
+		return "", "", false, nil
 	}
+	scheme, cred, _ := strings.Cut(h, " ")
+	if !strings.EqualFold(scheme, "basic") {
+		return "", "", true, oerr("invalid_client", "client authentication failed: use HTTP Basic or client_secret_post")
+	}
+	raw, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	u, p, ok := strings.Cut(string(raw), ":")
+	if derr != nil || !ok {
+		return "", "", true, oerr("invalid_client", "client authentication failed: malformed Basic credentials")
+	}
+	bu, e1 := url.QueryUnescape(u)
+	bp, e2 := url.QueryUnescape(p)
+	if e1 != nil || e2 != nil || bu == "" {
+		return "", "", true, oerr("invalid_client", "client authentication failed: malformed Basic credentials")
+	}
+	return bu, bp, true, nil
+}
+
+// request authenticates a Basic client first (so a bad credential
+// answers 401 whatever the body, the API's order of checks), then reads
+// the form and authenticates a client that sent its credentials there.
+func (d Deps) request(ctx context.Context, c *ingest.Call) (v url.Values, app App, authenticated, isBasic bool, err error) {
+	id, secret, isBasic, err := basic(c)
+	if err != nil {
+		return nil, App{}, false, isBasic, err
+	}
+	if isBasic {
+		if app, err = d.authenticate(ctx, id, secret, true); err != nil {
+			return nil, App{}, false, true, err
+		}
+	}
+	v, oe := form(c)
+	if oe != nil {
+		return nil, App{}, false, isBasic, oe
+	}
+	if isBasic {
+		if v.Has("client_secret") || v.Get("client_id") != "" && v.Get("client_id") != id {
+			return nil, App{}, false, true, oerr("invalid_request", "use one client authentication method")
+		}
+		return v, app, true, true, nil
+	}
+	id = v.Get("client_id")
 	if id == "" {
-		return App{}, false, basic, oerr("invalid_client", "client authentication failed: no client_id")
+		return nil, App{}, false, false, oerr("invalid_client", "client authentication failed: no client_id")
 	}
-	app, err = d.Store.appByClient(ctx, id)
+	app, err = d.authenticate(ctx, id, v.Get("client_secret"), v.Has("client_secret"))
+	return v, app, err == nil && app.Type == TypeConfidential, false, err
+}
+
+// authenticate finds the client and checks its secret: a confidential
+// client must present the right one, a public client none.
+func (d Deps) authenticate(ctx context.Context, id, secret string, hasSecret bool) (App, error) {
+	app, err := d.Store.appByClient(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return App{}, false, basic, oerr("invalid_client", "client authentication failed")
+		return App{}, oerr("invalid_client", "client authentication failed")
 	}
 	if err != nil {
-		return App{}, false, basic, err
+		return App{}, err
 	}
 	switch {
 	case app.Type == TypePublic && hasSecret:
-		return App{}, false, basic, oerr("invalid_client", "a public client has no secret")
+		return App{}, oerr("invalid_client", "a public client has no secret")
 	case app.Type == TypePublic:
-		return app, false, basic, nil
+		return app, nil
 	case !hasSecret || !app.checkSecret(secret):
-		return App{}, false, basic, oerr("invalid_client", "client authentication failed")
+		return App{}, oerr("invalid_client", "client authentication failed")
 	}
-	return app, true, basic, nil
+	return app, nil
 }
 
 func (d Deps) token(c *ingest.Call) ingest.Result {
 	ctx, cancel := context.WithTimeout(c.Ctx, 10*time.Second)
 	defer cancel()
-	v, oe := form(c)
-	if oe != nil {
-		return fail(oe, false)
-	}
-	app, authenticated, basic, err := d.client(ctx, c, v)
+	v, app, authenticated, isBasic, err := d.request(ctx, c)
 	if err != nil {
-		return fail(err, basic)
+		return fail(err, isBasic)
 	}
 	var t Tokens
 	switch g := v.Get("grant_type"); g {
@@ -146,7 +179,7 @@ func (d Deps) token(c *ingest.Call) ingest.Result {
 		err = oerr("unsupported_grant_type", "grant_type %q is not supported", g)
 	}
 	if err != nil {
-		return fail(err, basic)
+		return fail(err, isBasic)
 	}
 	return ingest.Result{Status: 200, Body: t, Headers: noStore()}
 }
@@ -155,19 +188,15 @@ func (d Deps) token(c *ingest.Call) ingest.Result {
 func (d Deps) revoke(c *ingest.Call) ingest.Result {
 	ctx, cancel := context.WithTimeout(c.Ctx, 10*time.Second)
 	defer cancel()
-	v, oe := form(c)
-	if oe != nil {
-		return fail(oe, false)
-	}
-	app, _, basic, err := d.client(ctx, c, v)
+	v, app, _, isBasic, err := d.request(ctx, c)
 	if err != nil {
-		return fail(err, basic)
+		return fail(err, isBasic)
 	}
 	if v.Get("token") == "" {
-		return fail(oerr("invalid_request", "token is required"), basic)
+		return fail(oerr("invalid_request", "token is required"), isBasic)
 	}
 	if err := d.Store.Revoke(ctx, app, v.Get("token")); err != nil {
-		return fail(err, basic)
+		return fail(err, isBasic)
 	}
 	return ingest.Result{Status: 200, Raw: []byte("{}"), RawJSON: true, Headers: noStore()}
 }
