@@ -26,6 +26,9 @@ func TestAdminUsage(t *testing.T) {
   journey update --workspace W --id J --file J.json
   list create --workspace W --name N [--double-opt-in]
   member create --workspace W --email E --password P --role owner|admin|member|custom|support [--permissions a,b]
+  oauth-app create --workspace W --name N --type confidential|public --grants authorization_code,client_credentials,refresh_token --scopes a,b [--redirect-uri U]… [--created-by MEMBER]
+  oauth-app delete --workspace W --id A
+  oauth-app rotate-secret --workspace W --id A
   requests --workspace W [--since RFC3339] [--limit N]
   send-policy create --workspace W --key K --kind transactional|marketing [--from-email E] [--from-name N] [--provider smtp]
   template create --workspace W --file T.json

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest/ingesttest"
+	"sendstream/ingest/oauth"
 	"sendstream/pipeline"
 	"sendstream/schemas"
 )
@@ -89,6 +91,20 @@ func biBases(e *biEnv) map[string]func(marker string) baseReq {
 		}, alone: map[string][]string{"templateId": {"htmlContent"}}}
 	}
 	none := func(string) baseReq { return baseReq{} }
+	// OAuth (form posts): one confidential app of the suite's enterprise
+	// workspace, authenticated with HTTP Basic in place of the API key.
+	var oauthBasic string
+	oauthForm := func(body string) baseReq {
+		if oauthBasic == "" {
+			app, secret, err := oauth.NewStore(e.h.PG).CreateApp(context.Background(), oauth.NewApp{Workspace: e.ws, Name: "suite",
+				Type: oauth.TypeConfidential, Grants: []string{oauth.GrantClientCredentials}, Scopes: []string{"contacts:read"}})
+			if err != nil {
+				panic(err)
+			}
+			oauthBasic = "Basic " + base64.StdEncoding.EncodeToString([]byte(app.ClientID+":"+secret))
+		}
+		return baseReq{raw: []byte(body), header: [][2]string{{"Content-Type", "application/x-www-form-urlencoded"}, {"Authorization", oauthBasic}}}
+	}
 	return map[string]func(string) baseReq{
 		"getMe":      none,
 		"getOpenAPI": none,
@@ -155,6 +171,8 @@ func biBases(e *biEnv) map[string]func(marker string) baseReq {
 				"Signature": "c2ln", "SigningCertURL": "https://example.invalid/cert.pem",
 			}}
 		},
+		"oauthToken":  func(string) baseReq { return oauthForm("grant_type=client_credentials&scope=contacts%3Aread") },
+		"oauthRevoke": func(string) baseReq { return oauthForm("token=ss_oauth_unknown") },
 	}
 }
 
@@ -169,7 +187,7 @@ func newBIEnv(t *testing.T) *biEnv {
 	pg := stack.PG(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := Config{SiteURL: "http://127.0.0.1:8080", Secret: schemas.NewID() + schemas.NewID()}
-	h := ingesttest.Start(t, featureRoutes(t.Context(), cfg, pipeline.Resources{Postgres: pg, Logger: logger})...)
+	h := ingesttest.Start(t, featureRoutes(t.Context(), cfg, pipeline.Resources{Postgres: pg, Logger: logger}, nil)...)
 	e := &biEnv{h: h, run: schemas.NewID()[:8], secret: cfg.Secret}
 	w := mustAdmin(t, "workspace", "create", "--name", "Bad input suite "+e.run, "--plan", "enterprise", "--rate-multiplier", "100000")
 	e.ws, e.key = w["workspaceId"].(string), w["apiKey"].(string)

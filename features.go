@@ -9,6 +9,8 @@ import (
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/events"
 	"sendstream/ingest/journeys"
+	"sendstream/ingest/members"
+	"sendstream/ingest/oauth"
 	"sendstream/ingest/ratelimit"
 	"sendstream/ingest/tracking"
 	"sendstream/ingest/transactional"
@@ -24,8 +26,10 @@ import (
 
 // featureRoutes lists the routes of every feature package beyond the core
 // ones the ingest server always has. Background work a feature starts with
-// the HTTP edge (the contacts outbox relay) stops when ctx ends.
-func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []ingest.Route {
+// the HTTP edge (the contacts outbox relay) stops when ctx ends. A feature
+// that caches credentials or workspace state subscribes to inval, the
+// process's credential-change listener (nil: none, caches expire by TTL).
+func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources, inval *auth.Listener) []ingest.Route {
 	var routes []ingest.Route
 	// Contacts, lists, the hosted sign-up form and double opt-in. serve
 	// always sets cfg.Secret (SENDSTREAM_SECRET or a generated local one).
@@ -58,9 +62,13 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 	routes = append(routes, events.Routes(events.Deps{Store: eventStore})...)
 	// The journey trigger (ingest/journeys): its started announcements go
 	// through the contacts outbox and relay.
-	routes = append(routes, journeys.Routes(journeys.Deps{Store: journeystore.NewStore(res.Postgres, nil), Outbox: contactStore})...)
+	routes = append(routes, journeys.Routes(journeys.Deps{Store: journeystore.NewStore(res.Postgres, res.ClockOrSystem().Now), Outbox: contactStore})...)
+	trackingAuth := auth.NewCache(auth.NewStore(res.Postgres), auth.CacheConfig{TTL: cfg.KeyCacheTTL})
+	if inval != nil {
+		inval.Subscribe(trackingAuth.Evict)
+	}
 	routes = append(routes, tracking.Routes(tracking.Deps{
-		Auth:    auth.NewCache(auth.NewStore(res.Postgres), auth.CacheConfig{TTL: cfg.KeyCacheTTL}),
+		Auth:    trackingAuth,
 		Limiter: ratelimit.New(res.Postgres, ratelimit.Options{}),
 	})...)
 	// REST hooks: subscribe, delete, the event catalogue (ingest/webhooks).
@@ -68,6 +76,9 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 	// (runRoles logs the warning).
 	guard := webhook.NewGuard(webhook.GuardConfig{AllowPrivate: cfg.Webhooks.AllowPrivate})
 	routes = append(routes, webhooks.Routes(webhooks.Deps{Store: webhooks.NewStore(res.Postgres), Guard: guard})...)
+	// OAuth: token, revocation and discovery (ingest/oauth; the consent
+	// page and the dashboard's app routes need sessions: serve.go).
+	routes = append(routes, oauth.Routes(oauth.Deps{Store: oauth.NewStore(res.Postgres), SiteURL: cfg.SiteURL})...)
 	return routes
 }
 
@@ -77,8 +88,12 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources) []in
 // every admin command (admincli.Index).
 func featureAdminCommands() []admincli.Command {
 	var cmds []admincli.Command
-	// Workspaces, API keys, members and tracking tokens (ingest/auth).
+	// Workspaces, API keys and tracking tokens (ingest/auth).
 	cmds = append(cmds, auth.AdminCommands()...)
+	// Members who sign in to the dashboard (ingest/members).
+	cmds = append(cmds, members.AdminCommands()...)
+	// OAuth apps: create, rotate-secret, delete (ingest/oauth).
+	cmds = append(cmds, oauth.AdminCommands()...)
 	// Lists and custom fields (ingest/contacts).
 	cmds = append(cmds, contacts.AdminCommands()...)
 	// Templates, send policies and sending domains (ingest/transactional).

@@ -25,6 +25,8 @@ import (
 	"sendstream/deploy/profiling"
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
+	"sendstream/ingest/members"
+	"sendstream/ingest/oauth"
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/clickhouse"
@@ -37,6 +39,10 @@ type roles struct {
 	http   bool
 	stages []string // nil: none; empty non-nil: every registered stage
 	demo   bool     // create and print the demo workspace (serve on the local stack)
+	// clock is the journey path's time (pipeline.Resources.Clock): set
+	// only by tests that run the server in their own process to move
+	// time forward; the binary never sets it (nil: the real clock).
+	clock pipeline.Clock
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -165,7 +171,7 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 	stageContacts, closeContacts := stageContacts(pg, cfg.TopicPrefix)
 	defer closeContacts()
 	res := pipeline.Resources{Postgres: pg, ClickHouse: ch, Publisher: prod, Logger: log, Settings: stageSettings(cfg),
-		Mailer: stageMailer(cfg, pg), Contacts: stageContacts}
+		Mailer: stageMailer(cfg, pg), Contacts: stageContacts, Clock: r.clock}
 	var wg sync.WaitGroup
 	errs := make(chan error, 3) // HTTP, metrics listener, pipeline
 	runCtx, cancel := context.WithCancel(ctx)
@@ -173,9 +179,24 @@ func runRoles(ctx context.Context, r roles, stdout io.Writer) error {
 
 	var srv *ingest.Server
 	if r.http {
-		if srv, err = newHTTP(runCtx, cfg, res, ch); err != nil {
+		// One listener per process hears every process's credential
+		// changes (deleted keys, suspensions) and evicts them from this
+		// process's credential caches; Serve waits (bounded) until it
+		// listens, so a change made once /readyz answers is heard.
+		inval := auth.NewListener(pg, log)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inval.Run(runCtx)
+		}()
+		if srv, err = newHTTP(runCtx, cfg, res, ch, inval); err != nil {
 			return err
 		}
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := inval.WaitListening(wctx); err != nil {
+			log.Warn("serving before the credential invalidation listener connected: deleted keys and suspensions take effect within SENDSTREAM_KEY_CACHE_TTL until it does", "err", err)
+		}
+		wcancel()
 		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", cfg.Listen, err)
@@ -266,16 +287,31 @@ const exitShutdownBound = 3
 // the rest to close stores, the producer and a local broker.
 func drainTimeout(bound time.Duration) time.Duration { return bound * 4 / 5 }
 
-// newHTTP builds the HTTP edge with every feature's routes.
-func newHTTP(ctx context.Context, cfg Config, res pipeline.Resources, ch driver.Conn) (*ingest.Server, error) {
+// newHTTP builds the HTTP edge with every feature's routes; its credential
+// caches evict what inval hears.
+func newHTTP(ctx context.Context, cfg Config, res pipeline.Resources, ch driver.Conn, inval *auth.Listener) (*ingest.Server, error) {
+	// Members' sign-in and sessions (ingest/members): one store, so the
+	// argon2id bound is the process's.
+	sessions, err := members.New(res.Postgres, cfg.Members)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := ingest.New(ingest.Config{SiteURL: cfg.SiteURL, KeyCacheTTL: cfg.KeyCacheTTL, MetricsToken: cfg.MetricsToken}, ingest.Deps{
-		PG: res.Postgres, Publisher: res.Publisher, Logger: res.Logger,
+		PG: res.Postgres, Publisher: res.Publisher, Logger: res.Logger, Sessions: sessions,
 		Ready: func(ctx context.Context) error { return ready(ctx, cfg, res.Postgres, ch) },
 	})
 	if err != nil {
 		return nil, err
 	}
-	srv.Add(featureRoutes(ctx, cfg, res)...)
+	srv.SubscribeCredentials(inval)
+	srv.Add(featureRoutes(ctx, cfg, res, inval)...)
+	srv.Add(members.Routes(sessions)...)
+	// OAuth apps (ingest/oauth; token, revocation and discovery are in
+	// featureRoutes): the consent page, which signs members in through the
+	// same sessions, and the dashboard's internal /api/oauth-apps routes.
+	oauthDeps := oauth.Deps{Store: oauth.NewStore(res.Postgres), SiteURL: cfg.SiteURL}
+	srv.Add(oauth.AuthorizeRoutes(oauthDeps, sessions)...)
+	srv.Add(oauth.DashboardRoutes(oauthDeps)...)
 	return srv, nil
 }
 
