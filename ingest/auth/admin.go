@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"sendstream/deploy/admincli"
 )
 
@@ -48,6 +50,16 @@ func RequireWorkspace(ctx context.Context, env *admincli.Env, ws string) (*Store
 		return nil, fmt.Errorf("workspace %s does not exist", ws)
 	}
 	return s, nil
+}
+
+// WorkspacePG checks that workspace ws exists (RequireWorkspace) and
+// returns the admin command's Postgres pool: what every feature's admin
+// commands start with.
+func WorkspacePG(ctx context.Context, env *admincli.Env, ws string) (*pgxpool.Pool, error) {
+	if _, err := RequireWorkspace(ctx, env, ws); err != nil {
+		return nil, err
+	}
+	return env.PG(ctx)
 }
 
 func adminStore(ctx context.Context, env *admincli.Env) (*Store, error) {

@@ -60,10 +60,7 @@ func adminCustomFieldCreate(ctx context.Context, env *admincli.Env, fs *flag.Fla
 
 // adminStore returns a contacts store after checking that ws exists.
 func adminStore(ctx context.Context, env *admincli.Env, ws string) (*Store, error) {
-	if _, err := auth.RequireWorkspace(ctx, env, ws); err != nil {
-		return nil, err
-	}
-	pg, err := env.PG(ctx)
+	pg, err := auth.WorkspacePG(ctx, env, ws)
 	if err != nil {
 		return nil, err
 	}

@@ -38,10 +38,7 @@ func AdminCommands() []admincli.Command {
 
 // adminStore returns the journeys store after checking that ws exists.
 func adminStore(ctx context.Context, env *admincli.Env, ws string) (*journeys.Store, error) {
-	if _, err := auth.RequireWorkspace(ctx, env, ws); err != nil {
-		return nil, err
-	}
-	pg, err := env.PG(ctx)
+	pg, err := auth.WorkspacePG(ctx, env, ws)
 	if err != nil {
 		return nil, err
 	}

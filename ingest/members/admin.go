@@ -28,10 +28,7 @@ func adminMemberCreate(ctx context.Context, env *admincli.Env, fs *flag.FlagSet,
 	if err := admincli.ParseFlags(fs, args, "workspace", "email", "password", "role"); err != nil {
 		return nil, err
 	}
-	if _, err := auth.RequireWorkspace(ctx, env, *ws); err != nil {
-		return nil, err
-	}
-	pg, err := env.PG(ctx)
+	pg, err := auth.WorkspacePG(ctx, env, *ws)
 	if err != nil {
 		return nil, err
 	}

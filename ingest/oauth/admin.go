@@ -19,10 +19,7 @@ func AdminCommands() []admincli.Command {
 }
 
 func adminStore(ctx context.Context, env *admincli.Env, ws string) (*Store, error) {
-	if _, err := auth.RequireWorkspace(ctx, env, ws); err != nil {
-		return nil, err
-	}
-	pg, err := env.PG(ctx)
+	pg, err := auth.WorkspacePG(ctx, env, ws)
 	if err != nil {
 		return nil, err
 	}

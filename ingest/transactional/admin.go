@@ -30,10 +30,7 @@ func AdminCommands() []admincli.Command {
 // adminStore returns the transactional store after checking that ws
 // exists.
 func adminStore(ctx context.Context, env *admincli.Env, ws string) (*Store, error) {
-	if _, err := auth.RequireWorkspace(ctx, env, ws); err != nil {
-		return nil, err
-	}
-	pg, err := env.PG(ctx)
+	pg, err := auth.WorkspacePG(ctx, env, ws)
 	if err != nil {
 		return nil, err
 	}

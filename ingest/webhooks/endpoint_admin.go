@@ -191,10 +191,7 @@ func (a endpointAdmin) open(ctx context.Context, env *admincli.Env, ws string) (
 	if err != nil {
 		return AdminSettings{}, nil, err
 	}
-	if _, err := auth.RequireWorkspace(ctx, env, ws); err != nil {
-		return AdminSettings{}, nil, err
-	}
-	pg, err := env.PG(ctx)
+	pg, err := auth.WorkspacePG(ctx, env, ws)
 	if err != nil {
 		return AdminSettings{}, nil, err
 	}
