@@ -25,6 +25,7 @@ import (
 	"sendstream/deploy/profiling"
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
+	"sendstream/ingest/dashboard"
 	"sendstream/ingest/members"
 	"sendstream/ingest/oauth"
 	"sendstream/pipeline"
@@ -312,6 +313,9 @@ func newHTTP(ctx context.Context, cfg Config, res pipeline.Resources, ch driver.
 	oauthDeps := oauth.Deps{Store: oauth.NewStore(res.Postgres), SiteURL: cfg.SiteURL}
 	srv.Add(oauth.AuthorizeRoutes(oauthDeps, sessions)...)
 	srv.Add(oauth.DashboardRoutes(oauthDeps)...)
+	// The dashboard's pages (ingest/dashboard): keys are deleted through
+	// the admin CLI's store, so its NOTIFY reaches every process's cache.
+	srv.Add(dashboard.Routes(dashboard.Deps{Sessions: sessions, Keys: auth.NewStore(res.Postgres)})...)
 	return srv, nil
 }
 

@@ -1,0 +1,148 @@
+// Package dashboard serves the dashboard's server-rendered pages at the
+// site root (html/template with go:embed, plain forms that work without
+// JavaScript): / sends a signed-in member to their first page and anyone
+// else to /login; /settings/api-keys lists, creates and deletes the
+// workspace's API keys. A page asked for without a session redirects to
+// /login and back; its forms are refused cross-origin
+// (Route.SameOrigin, net/http.CrossOriginProtection) like the sign-in
+// form. Sign-in and sign-out are package members' pages.
+package dashboard
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"time"
+
+	"sendstream/ingest"
+	"sendstream/ingest/auth"
+)
+
+//go:embed layout.html api_keys.html error.html
+var files embed.FS
+
+var funcs = template.FuncMap{
+	"stamp": func(t any) string {
+		switch v := t.(type) {
+		case time.Time:
+			return v.UTC().Format("2006-01-02 15:04 UTC")
+		case *time.Time:
+			if v != nil {
+				return v.UTC().Format("2006-01-02 15:04 UTC")
+			}
+		}
+		return ""
+	},
+}
+
+var (
+	keysTmpl  = template.Must(template.New("").Funcs(funcs).ParseFS(files, "layout.html", "api_keys.html"))
+	errorTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "layout.html", "error.html"))
+)
+
+// Deps are what the pages need.
+type Deps struct {
+	// Sessions resolves the session cookie (members.Store).
+	Sessions ingest.SessionResolver
+	// Keys creates, lists and deletes API keys (the store the admin CLI
+	// uses, so a deletion reaches every process's credential cache).
+	Keys *auth.Store
+}
+
+// Routes are the dashboard's pages:
+//
+//	GET  /                                 303 to /settings/api-keys, or to /login?next=/
+//	GET  /settings/api-keys                the keys (api_keys.manage; support staff read-only)
+//	POST /settings/api-keys                create a key; the answer shows it once
+//	POST /settings/api-keys/{id}/delete    delete a key; 303 back to the list
+func Routes(d Deps) []ingest.Route {
+	return []ingest.Route{
+		{Method: "GET", Path: "/", Credential: ingest.CredNone, Handle: d.root},
+		{Method: "GET", Path: "/settings/api-keys", Credential: ingest.CredNone, Handle: d.keysPage},
+		{Method: "POST", Path: "/settings/api-keys", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.createKey},
+		{Method: "POST", Path: "/settings/api-keys/{id}/delete", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.deleteKey},
+	}
+}
+
+// errNoSession says the call has no valid session.
+var errNoSession = errors.New("not signed in")
+
+// member resolves the call's session cookie: errNoSession without one,
+// another error when the lookup failed.
+func (d Deps) member(c *ingest.Call) (ingest.Principal, error) {
+	tok := ""
+	if cks, err := http.ParseCookie(c.Header("Cookie")); err == nil {
+		for _, ck := range cks {
+			if ck.Name == ingest.SessionCookie {
+				tok = ck.Value
+			}
+		}
+	}
+	if tok == "" || d.Sessions == nil {
+		return ingest.Principal{}, errNoSession
+	}
+	p, _, err := d.Sessions.ResolveSession(c.Ctx, tok, time.Now())
+	if errors.Is(err, ingest.ErrNoSession) {
+		return ingest.Principal{}, errNoSession
+	}
+	return p, err
+}
+
+func (d Deps) root(c *ingest.Call) ingest.Result {
+	_, err := d.member(c)
+	switch {
+	case err == nil:
+		return redirect("/settings/api-keys")
+	case errors.Is(err, errNoSession):
+		return toLogin("/")
+	}
+	return unavailable()
+}
+
+// redirect answers 303 See Other to a path of this site.
+func redirect(path string) ingest.Result {
+	return ingest.Result{Status: 303, Headers: map[string]string{"Location": path, "Cache-Control": "no-store"}}
+}
+
+// toLogin sends the browser to sign in and come back to next.
+func toLogin(next string) ingest.Result {
+	return redirect("/login?next=" + url.QueryEscape(next))
+}
+
+// frame is what the layout shows around every page.
+type frame struct {
+	Title, Email, WorkspaceName, Error string
+}
+
+func frameOf(p ingest.Principal, title string) frame {
+	return frame{Title: title, Email: p.Email, WorkspaceName: p.WorkspaceName}
+}
+
+// render executes a page's template set. Pages are never cached (one
+// shows a new key) and never framed.
+func render(t *template.Template, status int, data any) ingest.Result {
+	var b bytes.Buffer
+	if err := t.ExecuteTemplate(&b, "layout", data); err != nil {
+		return ingest.Fail(500, "internal_error", "rendering the page: "+err.Error())
+	}
+	return ingest.Result{Status: status, Raw: b.Bytes(), ContentType: "text/html; charset=utf-8", Headers: map[string]string{
+		"Cache-Control":           "no-store",
+		"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+		"X-Frame-Options":         "DENY",
+	}}
+}
+
+// errorPage is a page that only says what went wrong (in the layout).
+func errorPage(p ingest.Principal, status int, msg string) ingest.Result {
+	f := frameOf(p, "Not allowed")
+	f.Error = msg
+	return render(errorTmpl, status, f)
+}
+
+// unavailable is the answer when the session or the store cannot be read.
+func unavailable() ingest.Result {
+	return ingest.Result{Status: 503, Raw: []byte("The dashboard is unavailable right now; try again later.\n"), ContentType: "text/plain; charset=utf-8"}
+}

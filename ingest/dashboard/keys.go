@@ -1,0 +1,156 @@
+package dashboard
+
+import (
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"sendstream/ingest"
+	"sendstream/ingest/auth"
+	"sendstream/ingest/members"
+)
+
+const keysPath = "/settings/api-keys"
+
+// keysData is what api_keys.html shows.
+type keysData struct {
+	frame
+	Keys      []auth.APIKey
+	CanManage bool // the forms: api_keys.manage
+	ReadOnly  bool // support staff: the list only
+	Scopes    []scopeBox
+	Form      keyForm
+	Created   *createdKey // the new key, shown once in the POST's answer
+}
+
+type scopeBox struct {
+	Name    string
+	Checked bool
+}
+
+type keyForm struct {
+	Name, Expires string
+	Scopes        []string
+}
+
+type createdKey struct {
+	Name, Key string
+}
+
+// access says what p may do on the keys page: manage (api_keys.manage),
+// only read (support staff), or neither (403).
+func access(p ingest.Principal) (manage, read bool) {
+	m := members.FromPrincipal(p)
+	manage = members.Can(m, members.PermAPIKeys)
+	return manage, manage || m.Role == members.RoleSupport
+}
+
+// page lists the keys around data's form state; status is the answer's.
+func (d Deps) page(c *ingest.Call, p ingest.Principal, status int, data keysData) ingest.Result {
+	manage, _ := access(p)
+	keys, err := d.Keys.ListAPIKeys(c.Ctx, p.Workspace)
+	if err != nil {
+		return unavailable()
+	}
+	msg := data.Error
+	data.frame = frameOf(p, "API keys")
+	data.Error = msg
+	data.Keys, data.CanManage, data.ReadOnly = keys, manage, !manage
+	for _, s := range auth.Scopes {
+		data.Scopes = append(data.Scopes, scopeBox{Name: s, Checked: slices.Contains(data.Form.Scopes, s)})
+	}
+	return render(keysTmpl, status, data)
+}
+
+// signedIn resolves the member of a keys route; ok false means res is
+// the answer (to /login, or 503).
+func (d Deps) signedIn(c *ingest.Call) (p ingest.Principal, res ingest.Result, ok bool) {
+	p, err := d.member(c)
+	switch {
+	case err == nil:
+		return p, ingest.Result{}, true
+	case errors.Is(err, errNoSession):
+		return p, toLogin(keysPath), false
+	}
+	return p, unavailable(), false
+}
+
+func (d Deps) keysPage(c *ingest.Call) ingest.Result {
+	p, res, ok := d.signedIn(c)
+	if !ok {
+		return res
+	}
+	if _, read := access(p); !read {
+		return forbidden(p)
+	}
+	return d.page(c, p, 200, keysData{})
+}
+
+// forbidden is the 403 page of a member who may not do what they asked.
+func forbidden(p ingest.Principal) ingest.Result {
+	if members.FromPrincipal(p).Role == members.RoleSupport {
+		return errorPage(p, 403, "Support staff have read-only access: keys cannot be created or deleted.")
+	}
+	return errorPage(p, 403, "Managing API keys needs the api_keys.manage permission; ask an owner or admin.")
+}
+
+func (d Deps) createKey(c *ingest.Call) ingest.Result {
+	p, res, ok := d.signedIn(c)
+	if !ok {
+		return res
+	}
+	if manage, _ := access(p); !manage {
+		return forbidden(p)
+	}
+	form, err := url.ParseQuery(string(c.Body))
+	if err != nil {
+		return d.page(c, p, 400, keysData{frame: frame{Error: "The form could not be read; try again."}})
+	}
+	f := keyForm{Name: strings.TrimSpace(form.Get("name")), Expires: form.Get("expires"), Scopes: form["scope"]}
+	bad := func(msg string) ingest.Result {
+		return d.page(c, p, 400, keysData{frame: frame{Error: msg}, Form: f})
+	}
+	for _, s := range f.Scopes {
+		if !auth.ValidScope(s) {
+			return bad("Unknown scope " + s + ".")
+		}
+	}
+	now := time.Now()
+	var expires *time.Time
+	if f.Expires != "" {
+		day, err := time.Parse(time.DateOnly, f.Expires)
+		if err != nil {
+			return bad("The expiry must be a date (YYYY-MM-DD).")
+		}
+		end := day.Add(24 * time.Hour) // valid through that day, UTC
+		if !end.After(now) {
+			return bad("The expiry date has passed; choose a later one.")
+		}
+		expires = &end
+	}
+	_, key, err := d.Keys.CreateAPIKey(c.Ctx, p.Workspace, f.Name, f.Scopes, expires)
+	if err != nil {
+		return unavailable()
+	}
+	return d.page(c, p, 200, keysData{Created: &createdKey{Name: f.Name, Key: key}})
+}
+
+func (d Deps) deleteKey(c *ingest.Call) ingest.Result {
+	p, res, ok := d.signedIn(c)
+	if !ok {
+		return res
+	}
+	if manage, _ := access(p); !manage {
+		return forbidden(p)
+	}
+	err := d.Keys.DeleteAPIKey(c.Ctx, p.Workspace, c.Params["id"])
+	switch {
+	case err == nil:
+		return redirect(keysPath)
+	case errors.Is(err, auth.ErrNotFound):
+		return d.page(c, p, 404, keysData{frame: frame{Error: "No such key in this workspace (already deleted?)."}})
+	}
+	return unavailable()
+}
