@@ -17,6 +17,7 @@ import (
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/events"
 	"sendstream/ingest/ingesttest"
+	"sendstream/ingest/ingesttest/browser"
 	"sendstream/ingest/ratelimit"
 	"sendstream/ingest/tracking"
 	"sendstream/schemas"
@@ -89,11 +90,11 @@ func sitePage(t *testing.T, siteURL, token string) int {
 }
 
 // waitScript waits until track.js ran on the page.
-func waitScript(t *testing.T, p *page) {
+func waitScript(t *testing.T, p *browser.Page) {
 	t.Helper()
 	for i := 0; i < 100; i++ {
 		var ok bool
-		p.eval(t, `!!(window.ICTrack && window.ICTrack.v)`, &ok)
+		p.Eval(t, `!!(window.ICTrack && window.ICTrack.v)`, &ok)
 		if ok {
 			return
 		}
@@ -116,14 +117,14 @@ func TestTrackJSInHeadlessChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := sitePage(t, h.URL, token)
-	br := launch(t)
+	br := browser.Launch(t)
 
 	// An allowed origin (localhost): identify, goal, track, reset.
-	p := br.newPage(t)
-	p.navigate(t, fmt.Sprintf("http://localhost:%d/pricing?utm_source=news", port))
+	p := br.NewPage(t)
+	p.Navigate(t, fmt.Sprintf("http://localhost:%d/pricing?utm_source=news", port))
 	waitScript(t, p)
 	var statuses []int
-	p.eval(t, `(async () => {
+	p.Eval(t, `(async () => {
 		const r = [];
 		r.push(await ICTrack.identify("  Ann@Example.com "));
 		r.push(await ICTrack.goal("purchase", {value: 42.5, currency: "eur", externalId: "order-1"}));
@@ -140,40 +141,40 @@ func TestTrackJSInHeadlessChromium(t *testing.T) {
 	}
 	// Bad calls never throw into the page; they answer a status.
 	var bad []int
-	p.eval(t, `(async () => [await ICTrack.track(), await ICTrack.goal(), await ICTrack.goal("purchase"), await ICTrack.identify(5), await ICTrack.track("x", "not-object")])()`, &bad)
+	p.Eval(t, `(async () => [await ICTrack.track(), await ICTrack.goal(), await ICTrack.goal("purchase"), await ICTrack.identify(5), await ICTrack.track("x", "not-object")])()`, &bad)
 	if fmt.Sprint(bad) != "[0 0 400 0 201]" {
 		t.Fatalf("bad calls answered %v", bad)
 	}
 	// A subdomain of an allowed domain passes.
-	sub := br.newPage(t)
-	sub.navigate(t, fmt.Sprintf("http://shop.localhost:%d/sub", port))
+	sub := br.NewPage(t)
+	sub.Navigate(t, fmt.Sprintf("http://shop.localhost:%d/sub", port))
 	waitScript(t, sub)
 	var subStatus int
-	sub.eval(t, `ICTrack.track("sub.visit")`, &subStatus)
+	sub.Eval(t, `ICTrack.track("sub.visit")`, &subStatus)
 	if subStatus != 201 {
 		t.Fatalf("subdomain: %d", subStatus)
 	}
 	// The next page knows nothing of the identify of the first.
-	p.navigate(t, fmt.Sprintf("http://localhost:%d/next", port))
+	p.Navigate(t, fmt.Sprintf("http://localhost:%d/next", port))
 	waitScript(t, p)
 	var next int
-	p.eval(t, `ICTrack.track("next.page")`, &next)
+	p.Eval(t, `ICTrack.track("next.page")`, &next)
 	if next != 201 {
 		t.Fatalf("next page: %d", next)
 	}
 	// An origin outside the allowed domains is refused with 403.
-	evil := br.newPage(t)
-	evil.navigate(t, fmt.Sprintf("http://127.0.0.1:%d/evil", port))
+	evil := br.NewPage(t)
+	evil.Navigate(t, fmt.Sprintf("http://127.0.0.1:%d/evil", port))
 	waitScript(t, evil)
 	var refused []int
-	evil.eval(t, `(async () => [await ICTrack.identify("ann@example.com"), await ICTrack.goal("purchase", {value: 1})])()`, &refused)
+	evil.Eval(t, `(async () => [await ICTrack.identify("ann@example.com"), await ICTrack.goal("purchase", {value: 1})])()`, &refused)
 	if fmt.Sprint(refused) != "[1 403]" {
 		t.Fatalf("other origin: %v", refused)
 	}
-	for _, pg := range []*page{p, sub, evil} {
+	for _, pg := range []*browser.Page{p, sub, evil} {
 		var errs []string
-		pg.eval(t, `window.pageErrors || []`, &errs)
-		if ex := pg.exceptions(); len(ex) > 0 || len(errs) > 0 {
+		pg.Eval(t, `window.pageErrors || []`, &errs)
+		if ex := pg.Exceptions(); len(ex) > 0 || len(errs) > 0 {
 			t.Fatalf("the page saw exceptions: %v %v", ex, errs)
 		}
 	}
