@@ -15,6 +15,7 @@ import (
 
 	"sendstream/deploy/admincli"
 	"sendstream/deploy/stack"
+	"sendstream/ingest"
 	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/dashboard"
@@ -46,7 +47,9 @@ func start(t *testing.T) *env {
 	routes := dashboard.Routes(dashboard.Deps{Sessions: ms, Keys: auth.NewStore(pg)})
 	routes = append(routes, members.Routes(ms)...)
 	routes = append(routes, contacts.Routes(contacts.Deps{Store: contacts.NewStore(pg), Signer: signer, SiteURL: "http://site.test"})...)
-	h := ingesttest.StartWith(t, ingesttest.Options{Sessions: ms}, routes...)
+	// A cache TTL of a minute: a deleted key fails sooner only through the
+	// invalidation (NOTIFY) that deleting sends.
+	h := ingesttest.StartWith(t, ingesttest.Options{Sessions: ms, Config: ingest.Config{KeyCacheTTL: time.Minute}}, routes...)
 	l := auth.NewListener(h.PG, nil)
 	h.Server.SubscribeCredentials(l)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -138,4 +141,17 @@ func (e *env) api(key string) int {
 	e.t.Helper()
 	resp, _ := e.do("GET", "/api/v1/contacts", "", nil, map[string]string{"Authorization": "Bearer " + key})
 	return resp.StatusCode
+}
+
+// refused waits for the key to be refused with 401 (the invalidation
+// reaches the cache asynchronously, within milliseconds; the TTL is a
+// minute) and reports whether it was within ten seconds.
+func (e *env) refused(key string) bool {
+	e.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if e.api(key) == 401 {
+			return true
+		}
+	}
+	return false
 }
