@@ -13,8 +13,6 @@ import (
 	"mime/quotedprintable"
 	"net/http"
 	"net/mail"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -59,14 +57,7 @@ func TestEventJourneyOnInjectedClock(t *testing.T) {
 	var ws workspace
 	e.admin(t, &ws, "workspace", "create", "--name", "journey-clock", "--plan", "enterprise", "--rate-multiplier", "100000")
 	dir := t.TempDir()
-	file := func(name string, v any) string {
-		b, _ := json.Marshal(v)
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	file := func(name string, v any) string { return writeJSONFile(t, dir, name, v) }
 	template := func(name, subject, html string) string {
 		var tpl struct{ ID string }
 		e.admin(t, &tpl, "template", "create", "--workspace", ws.WorkspaceID, "--file", file(name+".json",

@@ -27,6 +27,21 @@ import (
 	"sendstream/stages/delivery"
 )
 
+// writeJSONFile writes v as JSON to dir/name and returns the path: the
+// template and journey files the admin CLI reads.
+func writeJSONFile(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestJourneyEngineSurvivesKillNine (issue 26, Done when): kill -9 of the
 // server while 1,000 executions wait and 100 are mid-send; after a restart
 // every execution completes and no contact gets a message twice.
@@ -63,14 +78,7 @@ func TestJourneyEngineSurvivesKillNine(t *testing.T) {
 	var ws workspace
 	e.admin(t, &ws, "workspace", "create", "--name", "journey-kill", "--plan", "enterprise", "--rate-multiplier", "100000")
 	dir := t.TempDir()
-	file := func(name string, v any) string {
-		b, _ := json.Marshal(v)
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	file := func(name string, v any) string { return writeJSONFile(t, dir, name, v) }
 	tpl := map[string]string{} // subject format -> template id
 	for _, s := range []struct{ name, subject string }{{"welcome", "Welcome"}, {"followup", "Follow-up"}, {"later", "Later"}} {
 		var out struct{ ID string }
