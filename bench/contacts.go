@@ -169,16 +169,23 @@ func seedContactsWorkspace(ctx context.Context, s *harness.System) (string, erro
 		SELECT $1, id, workspace_id, seq, status, 'ACTIVE' FROM contacts WHERE workspace_id = $2 AND seq % 3 = 0`, list.ID, ws); err != nil {
 		return "", fmt.Errorf("seed: memberships: %w", err)
 	}
-	store := contacts.NewStore(pool)
-	defer store.Close()
-	if err := store.RebuildCounters(ctx, ws); err != nil {
-		return "", fmt.Errorf("seed: %w", err)
-	}
-	if err := settleSeed(ctx, pool, "contacts", "memberships"); err != nil {
+	if err := settleContactSeed(ctx, pool, ws, "contacts", "memberships"); err != nil {
 		return "", err
 	}
 	log.Printf("contacts: seeded %d contacts (COPY) and %d memberships in %s", n, seedContacts/3, time.Since(start).Round(time.Second))
 	return list.ID, nil
+}
+
+// settleContactSeed rebuilds workspace ws's contact counters after a COPY
+// seed (COPY bypasses the store that keeps them), then settles tables
+// (settleSeed).
+func settleContactSeed(ctx context.Context, pool *pgxpool.Pool, ws string, tables ...string) error {
+	store := contacts.NewStore(pool)
+	defer store.Close()
+	if err := store.RebuildCounters(ctx, ws); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	return settleSeed(ctx, pool, tables...)
 }
 
 // settleSeed vacuums and analyzes the seeded tables, then checkpoints, so

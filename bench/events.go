@@ -133,12 +133,7 @@ func seedEventContacts(ctx context.Context, s *harness.System) error {
 	if err != nil {
 		return fmt.Errorf("seed: copy contacts: %w", err)
 	}
-	store := contacts.NewStore(pool)
-	defer store.Close()
-	if err := store.RebuildCounters(ctx, ws); err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	if err := settleSeed(ctx, pool, "contacts"); err != nil {
+	if err := settleContactSeed(ctx, pool, ws, "contacts"); err != nil {
 		return err
 	}
 	log.Printf("events: seeded %d contacts in %s", n, time.Since(start).Round(time.Second))

@@ -210,12 +210,7 @@ func jnSeed(ctx context.Context, s *harness.System, a, b int) error {
 	if err != nil {
 		return fmt.Errorf("seed: copy contacts: %w", err)
 	}
-	store := contacts.NewStore(pool)
-	defer store.Close()
-	if err := store.RebuildCounters(ctx, ws); err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	if err := settleSeed(ctx, pool, "contacts"); err != nil {
+	if err := settleContactSeed(ctx, pool, ws, "contacts"); err != nil {
 		return err
 	}
 	log.Printf("journeys: seeded %d contacts (COPY) in %s", n, time.Since(start).Round(time.Second))
