@@ -21,7 +21,7 @@ import (
 	"sendstream/ingest/auth"
 )
 
-//go:embed layout.html api_keys.html error.html
+//go:embed *.html
 var files embed.FS
 
 var funcs = template.FuncMap{
