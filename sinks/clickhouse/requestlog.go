@@ -48,20 +48,47 @@ type RequestRow struct {
 // means DefaultRequestsLimit; a negative limit or one above MaxRequestsLimit
 // is an error. Times are UTC with second precision; the result is never nil.
 func QueryRequests(ctx context.Context, conn driver.Conn, workspace string, since time.Time, limit int) ([]RequestRow, error) {
+	return FindRequests(ctx, conn, workspace, RequestFilter{Since: since, Limit: limit})
+}
+
+// RequestFilter selects request-log rows for FindRequests. Zero fields
+// select everything.
+type RequestFilter struct {
+	Since       time.Time // at or after (second precision)
+	Status      int       // exactly this status
+	StatusClass int       // 1 to 5: the status's hundreds (4 is 4xx)
+	Path        string    // the path contains this
+	KeyID       string    // made with this credential (Identity.KeyID)
+	Limit       int       // as QueryRequests's limit
+}
+
+// FindRequests is QueryRequests with filters, which travel as bound
+// parameters of one SQL statement. A status outside 100-599 or a class
+// outside 1-5 is an error.
+func FindRequests(ctx context.Context, conn driver.Conn, workspace string, f RequestFilter) ([]RequestRow, error) {
 	if workspace == "" {
 		return nil, errors.New("query request log: empty workspace")
 	}
+	limit := f.Limit
 	if limit == 0 {
 		limit = DefaultRequestsLimit
 	}
 	if limit < 0 || limit > MaxRequestsLimit {
 		return nil, fmt.Errorf("query request log: limit %d: must be 1 to %d", limit, MaxRequestsLimit)
 	}
-	var from int64
-	if !since.IsZero() && since.Unix() > 0 {
-		from = since.Unix()
+	if f.Status != 0 && (f.Status < 100 || f.Status > 599) {
+		return nil, fmt.Errorf("query request log: status %d: must be 100 to 599", f.Status)
 	}
-	rows, err := conn.Query(ctx, requestLogSQL, workspace, from, limit)
+	if f.StatusClass < 0 || f.StatusClass > 5 {
+		return nil, fmt.Errorf("query request log: status class %d: must be 1 to 5", f.StatusClass)
+	}
+	var from int64
+	if !f.Since.IsZero() && f.Since.Unix() > 0 {
+		from = f.Since.Unix()
+	}
+	status, class := uint16(f.Status), uint16(f.StatusClass)
+	rows, err := conn.Query(ctx, requestLogSQL, workspace, from, status, status, class, class,
+		f.Path, f.Path, f.KeyID, f.KeyID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("query request log of %s: %w", workspace, err)
 	}
