@@ -70,41 +70,19 @@ func (a endpointAdmin) create(ctx context.Context, env *admincli.Env, fs *flag.F
 	if err := admincli.ParseFlags(fs, args, "workspace", "url", "events"); err != nil {
 		return nil, err
 	}
-	set, store, err := a.open(ctx, env, *ws)
+	eps, err := a.open(ctx, env, *ws)
 	if err != nil {
 		return nil, err
 	}
-	t, err := webhook.ParseTarget(*rawURL, true)
-	if err != nil {
-		return nil, fmt.Errorf("--url: %w", err)
+	e, sec, err := eps.Create(ctx, *ws, *rawURL, admincli.SplitList(*events), *secret)
+	var ie *InputError
+	if errors.As(err, &ie) {
+		return nil, fmt.Errorf("--%s: %w", ie.Field, ie.Err)
 	}
-	evs, err := webhook.CheckEvents(admincli.SplitList(*events))
-	if err != nil {
-		return nil, fmt.Errorf("--events: %w", err)
-	}
-	if *secret == "" {
-		if *secret, err = webhook.NewSecret(); err != nil {
-			return nil, err
-		}
-	} else if err := webhook.ValidateSecret(*secret); err != nil {
-		return nil, fmt.Errorf("--secret: %w", err)
-	}
-	guard := webhook.NewGuard(webhook.GuardConfig{AllowPrivate: set.AllowPrivate, Resolver: set.Resolver})
-	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	err = guard.CheckTarget(cctx, t)
-	cancel()
-	var te *webhook.TargetError
-	switch {
-	case errors.As(err, &te):
-		return nil, fmt.Errorf("--url: %w", err)
-	case err != nil:
-		return nil, fmt.Errorf("--url: the host could not be resolved right now, nothing was stored: %w", err)
-	}
-	e, err := store.Create(ctx, *ws, webhook.NewEndpoint{URL: t.URL, Events: evs, Secret: *secret})
 	if err != nil {
 		return nil, err
 	}
-	return created{ID: e.ID, Secret: *secret}, nil
+	return created{ID: e.ID, Secret: sec}, nil
 }
 
 // list prints the endpoints of a workspace → {"endpoints":[…]}, never
@@ -114,36 +92,36 @@ func (a endpointAdmin) list(ctx context.Context, env *admincli.Env, fs *flag.Fla
 	if err := admincli.ParseFlags(fs, args, "workspace"); err != nil {
 		return nil, err
 	}
-	_, store, err := a.open(ctx, env, *ws)
+	eps, err := a.open(ctx, env, *ws)
 	if err != nil {
 		return nil, err
 	}
-	eps, err := store.List(ctx, *ws)
+	list, err := eps.Store().List(ctx, *ws)
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]webhook.Endpoint{"endpoints": eps}, nil
+	return map[string][]webhook.Endpoint{"endpoints": list}, nil
 }
 
 // enable enables an endpoint again → {"id","enabled":true,…}.
 func (a endpointAdmin) enable(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	return a.byID(ctx, env, fs, args, func(s *webhook.EndpointStore, ws, id string) (any, error) {
-		return s.Enable(ctx, ws, id)
+	return a.byID(ctx, env, fs, args, func(e *Endpoints, ws, id string) (any, error) {
+		return e.Store().Enable(ctx, ws, id)
 	})
 }
 
 // disable disables an endpoint → {"id","enabled":false,…}; nothing is
 // delivered to it until it is enabled.
 func (a endpointAdmin) disable(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	return a.byID(ctx, env, fs, args, func(s *webhook.EndpointStore, ws, id string) (any, error) {
-		return s.Disable(ctx, ws, id, webhook.DisabledByOperator)
+	return a.byID(ctx, env, fs, args, func(e *Endpoints, ws, id string) (any, error) {
+		return e.Store().Disable(ctx, ws, id, webhook.DisabledByOperator)
 	})
 }
 
 // delete removes an endpoint → {"id","deleted":true}.
 func (a endpointAdmin) delete(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	return a.byID(ctx, env, fs, args, func(s *webhook.EndpointStore, ws, id string) (any, error) {
-		if err := s.Delete(ctx, ws, id); err != nil {
+	return a.byID(ctx, env, fs, args, func(e *Endpoints, ws, id string) (any, error) {
+		if err := e.Store().Delete(ctx, ws, id); err != nil {
 			return nil, err
 		}
 		return map[string]any{"id": id, "deleted": true}, nil
@@ -153,12 +131,9 @@ func (a endpointAdmin) delete(ctx context.Context, env *admincli.Env, fs *flag.F
 // rotate gives an endpoint a new generated secret → {"id","secret"}; the
 // old one keeps signing beside it for webhook.RotationOverlap.
 func (a endpointAdmin) rotate(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	return a.byID(ctx, env, fs, args, func(s *webhook.EndpointStore, ws, id string) (any, error) {
-		secret, err := webhook.NewSecret()
+	return a.byID(ctx, env, fs, args, func(e *Endpoints, ws, id string) (any, error) {
+		secret, err := e.RotateSecret(ctx, ws, id)
 		if err != nil {
-			return nil, err
-		}
-		if _, err := s.RotateSecret(ctx, ws, id, secret); err != nil {
 			return nil, err
 		}
 		return created{ID: id, Secret: secret}, nil
@@ -168,33 +143,33 @@ func (a endpointAdmin) rotate(ctx context.Context, env *admincli.Env, fs *flag.F
 // byID parses --workspace and --id and runs do; an id the workspace does
 // not have is an error naming both.
 func (a endpointAdmin) byID(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string,
-	do func(s *webhook.EndpointStore, ws, id string) (any, error)) (any, error) {
+	do func(e *Endpoints, ws, id string) (any, error)) (any, error) {
 	ws := fs.String("workspace", "", "workspace id")
 	id := fs.String("id", "", "endpoint id")
 	if err := admincli.ParseFlags(fs, args, "workspace", "id"); err != nil {
 		return nil, err
 	}
-	_, store, err := a.open(ctx, env, *ws)
+	eps, err := a.open(ctx, env, *ws)
 	if err != nil {
 		return nil, err
 	}
-	out, err := do(store, *ws, *id)
+	out, err := do(eps, *ws, *id)
 	if errors.Is(err, webhook.ErrEndpointNotFound) {
 		return nil, fmt.Errorf("workspace %s has no webhook endpoint %s: %w", *ws, *id, err)
 	}
 	return out, err
 }
 
-// open reads the settings, checks that ws exists and returns the store.
-func (a endpointAdmin) open(ctx context.Context, env *admincli.Env, ws string) (AdminSettings, *webhook.EndpointStore, error) {
+// open reads the settings, checks that ws exists and returns the
+// endpoints' manager.
+func (a endpointAdmin) open(ctx context.Context, env *admincli.Env, ws string) (*Endpoints, error) {
 	set, err := a.settings()
 	if err != nil {
-		return AdminSettings{}, nil, err
+		return nil, err
 	}
 	pg, err := auth.WorkspacePG(ctx, env, ws)
 	if err != nil {
-		return AdminSettings{}, nil, err
+		return nil, err
 	}
-	store, err := webhook.NewEndpointStore(pg, webhook.EndpointStoreConfig{Secret: set.Secret, Now: set.Now})
-	return set, store, err
+	return NewEndpoints(pg, set)
 }

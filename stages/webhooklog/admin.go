@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"sendstream/deploy/admincli"
-	"sendstream/pipeline"
+	whlog "sendstream/sinks/webhooklog"
 )
 
 // AdminCommands are the delivery log's operator commands (features.go
 // lists them): `webhook deliveries` reads a workspace's attempts back from
 // ClickHouse, newest first; `webhook replay` publishes one message again to
 // every target it went to, or every message of one target since a time,
-// with the same webhook-id.
+// with the same webhook-id. Both read and publish through
+// sinks/webhooklog, which the dashboard uses too.
 func AdminCommands() []admincli.Command {
 	return []admincli.Command{
 		{Name: "webhook deliveries", Usage: "--workspace W [--endpoint E] [--event T] [--status ok|failed] [--limit N]", Run: adminDeliveries},
@@ -25,7 +26,7 @@ func AdminCommands() []admincli.Command {
 
 // adminDeliveries prints the attempts selected → {"deliveries":[…]}.
 func adminDeliveries(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args []string) (any, error) {
-	var f Filter
+	var f whlog.Filter
 	fs.StringVar(&f.Workspace, "workspace", "", "workspace id")
 	fs.StringVar(&f.TargetID, "endpoint", "", "only this endpoint (or REST hook subscription) id")
 	fs.StringVar(&f.Event, "event", "", "only this event type, e.g. CONTACT_CREATED")
@@ -34,7 +35,7 @@ func adminDeliveries(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, a
 	if err := admincli.ParseFlags(fs, args, "workspace"); err != nil {
 		return nil, err
 	}
-	if f.Status != "" && f.Status != StatusOK && f.Status != StatusFailed {
+	if f.Status != "" && f.Status != whlog.StatusOK && f.Status != whlog.StatusFailed {
 		return nil, fmt.Errorf("--status %q: want ok or failed", f.Status)
 	}
 	if f.Limit < 1 {
@@ -44,7 +45,7 @@ func adminDeliveries(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, a
 	if err != nil {
 		return nil, err
 	}
-	ds, err := Deliveries(ctx, ch, f)
+	ds, err := whlog.Deliveries(ctx, ch, f)
 	if err != nil {
 		return nil, err
 	}
@@ -75,11 +76,11 @@ func adminReplay(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args 
 	if err != nil {
 		return nil, err
 	}
-	var logged []Logged
+	var logged []whlog.Logged
 	if *message != "" {
-		logged, err = MessageTargets(ctx, ch, *ws, *message)
+		logged, err = whlog.MessageTargets(ctx, ch, *ws, *message)
 	} else {
-		logged, err = TargetMessages(ctx, ch, *ws, *target, from)
+		logged, err = whlog.TargetMessages(ctx, ch, *ws, *target, from)
 	}
 	if err != nil {
 		return nil, err
@@ -90,11 +91,11 @@ func adminReplay(ctx context.Context, env *admincli.Env, fs *flag.FlagSet, args 
 		if err != nil {
 			return nil, err
 		}
-		pub, ok := p.(pipeline.Publisher)
+		pub, ok := p.(whlog.Publisher)
 		if !ok {
 			return nil, fmt.Errorf("admin: the publisher %T cannot publish envelopes", p)
 		}
-		if n, err = Replay(ctx, pub, logged, time.Now()); err != nil {
+		if n, err = whlog.Replay(ctx, pub, logged, time.Now()); err != nil {
 			return nil, err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"sendstream/deploy/stack"
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	whlog "sendstream/sinks/webhooklog"
 	"sendstream/stages/webhooklog"
 )
 
@@ -81,7 +82,7 @@ func TestAdminDeliveriesFilters(t *testing.T) {
 		if err != nil {
 			t.Fatalf("deliveries %v: %v", args, err)
 		}
-		var got struct{ Deliveries []webhooklog.Delivery }
+		var got struct{ Deliveries []whlog.Delivery }
 		if err := json.Unmarshal([]byte(out), &got); err != nil || got.Deliveries == nil {
 			t.Fatalf("deliveries %v: %q: %v", args, out, err)
 		}

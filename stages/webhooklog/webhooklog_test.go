@@ -13,6 +13,7 @@ import (
 	"sendstream/deploy/stack"
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	whlog "sendstream/sinks/webhooklog"
 	"sendstream/stages/webhooklog"
 )
 
@@ -92,8 +93,8 @@ func TestAttemptsFromTheBrokerLoggedOnce(t *testing.T) {
 	if err := prod.Publish(ctx, schemas.TopicWebhookDeliveries, d1, d2); err != nil {
 		t.Fatal(err)
 	}
-	list := func() []webhooklog.Delivery {
-		ds, err := webhooklog.Deliveries(ctx, ch, webhooklog.Filter{Workspace: ws, Limit: 50})
+	list := func() []whlog.Delivery {
+		ds, err := whlog.Deliveries(ctx, ch, whlog.Filter{Workspace: ws, Limit: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +118,7 @@ func TestAttemptsFromTheBrokerLoggedOnce(t *testing.T) {
 	}
 	waitFor(t, "the third attempt logged", func() bool { return len(list()) >= 3 })
 	waitFor(t, "the second message's body logged", func() bool {
-		m2, err := webhooklog.MessageTargets(ctx, ch, ws, "m2")
+		m2, err := whlog.MessageTargets(ctx, ch, ws, "m2")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func TestAttemptsFromTheBrokerLoggedOnce(t *testing.T) {
 		old.NextAttemptAt == nil || !old.NextAttemptAt.Equal(next) || !old.At.Equal(at) || old.Replay {
 		t.Errorf("first attempt's row: %+v", old)
 	}
-	logged, err := webhooklog.MessageTargets(ctx, ch, ws, "m1")
+	logged, err := whlog.MessageTargets(ctx, ch, ws, "m1")
 	if err != nil {
 		t.Fatal(err)
 	}

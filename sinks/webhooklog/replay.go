@@ -7,9 +7,14 @@ import (
 	"fmt"
 	"time"
 
-	"sendstream/pipeline"
 	"sendstream/schemas"
 )
+
+// Publisher publishes envelopes and returns once the broker acknowledged
+// every one (pipeline.Publisher, the producer, satisfies it).
+type Publisher interface {
+	Publish(ctx context.Context, topic string, envs ...schemas.Envelope) error
+}
 
 // ReplayEnvelopes returns the webhook.delivery.v1 envelopes that deliver
 // each logged message again: the same message id (so the same body `id`
@@ -49,7 +54,7 @@ func ReplayEnvelopes(logged []Logged, now time.Time) ([]schemas.Envelope, error)
 // Replay publishes ReplayEnvelopes(logged) to TopicWebhookDeliveries through
 // pub, in one call that returns once the broker has them all, and returns
 // how many it published.
-func Replay(ctx context.Context, pub pipeline.Publisher, logged []Logged, now time.Time) (int, error) {
+func Replay(ctx context.Context, pub Publisher, logged []Logged, now time.Time) (int, error) {
 	envs, err := ReplayEnvelopes(logged, now)
 	if err != nil || len(envs) == 0 {
 		return 0, err

@@ -1,3 +1,10 @@
+// Package webhooklog reads the webhook delivery log back from ClickHouse
+// (tables webhook_attempts and webhook_messages, which the stages of
+// stages/webhooklog write) and publishes logged messages again: the
+// attempts `admin webhook deliveries` and the dashboard's endpoint page
+// list, and the messages `admin webhook replay` and the dashboard's Replay
+// button send again. It needs no stage runtime, so the stages and ingest
+// both import it.
 package webhooklog
 
 import (
@@ -12,8 +19,8 @@ import (
 	"sendstream/schemas"
 )
 
-// This file reads the log back: the attempts `admin webhook deliveries`
-// lists and the messages `admin webhook replay` sends again.
+// This file reads the log back: the attempts Deliveries lists and the
+// messages MessageTargets and TargetMessages find to send again.
 
 var (
 	//go:embed deliveries.sql
@@ -41,7 +48,8 @@ type Filter struct {
 	Limit     int    // at least 1
 }
 
-// Delivery is one attempt as `admin webhook deliveries` prints it.
+// Delivery is one attempt as `admin webhook deliveries` prints it and the
+// dashboard's endpoint page shows it.
 type Delivery struct {
 	ID            string     `json:"id"`
 	TargetKind    string     `json:"targetKind"`
