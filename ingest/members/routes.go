@@ -34,6 +34,7 @@ type page struct {
 //	GET  /invitation, POST /invitation   accept an invitation (form)
 //	GET  /api/session            the signed-in member (session only)
 //	POST /api/invitations        invite a member (members.manage)
+//	DELETE /api/members/{id}     remove a member (members.manage)
 //
 // The form posts are refused cross-origin (Route.SameOrigin), and the
 // /api routes take a session and refuse API keys (ingest.CredSession).
@@ -48,6 +49,7 @@ func Routes(s *Store) []ingest.Route {
 		{Method: "POST", Path: "/invitation", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: s.acceptInvitation},
 		{Method: "GET", Path: "/api/session", Credential: ingest.CredSession, Handle: session},
 		{Method: "POST", Path: "/api/invitations", Credential: ingest.CredSession, Handle: s.invite},
+		{Method: "DELETE", Path: "/api/members/{id}", Credential: ingest.CredSession, Handle: s.removeMember},
 	}
 }
 

@@ -282,7 +282,7 @@ func (s *Store) appByClient(ctx context.Context, clientID string) (App, error) {
 
 func scanApp(r pgx.Row) (App, error) {
 	var a App
-	err := r.Scan(&a.ID, &a.Workspace, &a.Name, &a.ClientID, &a.Type, &a.secretHash, &a.Grants, &a.Scopes, &a.RedirectURIs, &a.CreatedBy)
+	err := r.Scan(&a.ID, &a.Workspace, &a.Name, &a.ClientID, &a.Type, &a.secretHash, &a.Grants, &a.Scopes, &a.RedirectURIs, &a.CreatedBy, &a.suspended)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return App{}, ErrNotFound
 	}

@@ -133,7 +133,7 @@ func (s *Store) ClientCredentials(ctx context.Context, app App, scope string) (T
 			return err
 		}
 		var err error
-		t, err = issue(ctx, tx, conn, scopes, false)
+		t, err = issue(ctx, tx, conn, scopes, false, false)
 		return err
 	})
 	if err != nil {
@@ -200,7 +200,7 @@ func (s *Store) ExchangeCode(ctx context.Context, app App, authenticated bool, c
 		if _, err := tx.Exec(ctx, sqlUseCode, h[:], conn); err != nil {
 			return err
 		}
-		t, err = issue(ctx, tx, conn, scopes, app.Has(GrantRefreshToken))
+		t, err = issue(ctx, tx, conn, scopes, false, app.Has(GrantRefreshToken))
 		return err
 	})
 	if err != nil {
@@ -250,14 +250,18 @@ func (s *Store) Refresh(ctx context.Context, app App, refresh, scope string) (To
 		if fail != nil {
 			return nil
 		}
-		if _, oe := narrow(scope, scopes); oe != nil {
+		// RFC 6749 6: the scope asked for must be within the grant's; the
+		// new access token has only it, the new refresh token keeps the
+		// grant's (the presented one's) scope.
+		narrowed, oe := narrow(scope, scopes)
+		if oe != nil {
 			fail = oe
 			return nil
 		}
 		if _, err := tx.Exec(ctx, sqlReplaceToken, tok); err != nil {
 			return err
 		}
-		t, err = issue(ctx, tx, conn, scopes, true)
+		t, err = issue(ctx, tx, conn, narrowed, len(narrowed) < len(scopes), true)
 		return err
 	})
 	if err != nil {
@@ -310,13 +314,20 @@ func revokeConnection(ctx context.Context, tx pgx.Tx, conn string) error {
 }
 
 // issue stores a new access token (and refresh token) for a connection.
-func issue(ctx context.Context, tx pgx.Tx, conn string, scopes []string, withRefresh bool) (Tokens, error) {
+// scopes are the access token's; narrowed says they are fewer than the
+// connection's, so the token stores its own (else it reads the
+// connection's).
+func issue(ctx context.Context, tx pgx.Tx, conn string, scopes []string, narrowed, withRefresh bool) (Tokens, error) {
 	now := time.Now()
 	at, ah, err := newToken(AccessTokenPrefix)
 	if err != nil {
 		return Tokens{}, err
 	}
-	if _, err := tx.Exec(ctx, sqlCreateToken, schemas.NewID(), ah[:], "access", conn, now.Add(AccessTokenTTL)); err != nil {
+	var own []string // NULL: the connection's scopes
+	if narrowed {
+		own = scopes
+	}
+	if _, err := tx.Exec(ctx, sqlCreateToken, schemas.NewID(), ah[:], "access", conn, now.Add(AccessTokenTTL), own); err != nil {
 		return Tokens{}, err
 	}
 	t := Tokens{AccessToken: at, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL / time.Second), Scope: joinScopes(scopes)}
@@ -325,7 +336,7 @@ func issue(ctx context.Context, tx pgx.Tx, conn string, scopes []string, withRef
 		if err != nil {
 			return Tokens{}, err
 		}
-		if _, err := tx.Exec(ctx, sqlCreateToken, schemas.NewID(), rh[:], "refresh", conn, now.Add(RefreshTokenTTL)); err != nil {
+		if _, err := tx.Exec(ctx, sqlCreateToken, schemas.NewID(), rh[:], "refresh", conn, now.Add(RefreshTokenTTL), nil); err != nil {
 			return Tokens{}, err
 		}
 		t.RefreshToken = rt

@@ -70,6 +70,7 @@ type App struct {
 	RedirectURIs []string `json:"redirectUris"`
 	CreatedBy    string   `json:"createdBy,omitempty"`
 	secretHash   []byte
+	suspended    bool // the workspace is suspended (read with the app)
 }
 
 // Has reports whether the app enables grant g.

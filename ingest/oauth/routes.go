@@ -161,6 +161,12 @@ func (d Deps) token(c *ingest.Call) ingest.Result {
 	if err != nil {
 		return fail(err, isBasic)
 	}
+	if app.suspended {
+		// RFC 6749 5.2 invalid_grant, as peers answer for a suspended or
+		// disabled account (the resource owner's grant is not usable);
+		// checked before a code is consumed or a refresh token rotated.
+		return fail(oerr("invalid_grant", "the workspace is suspended: no token is issued"), isBasic)
+	}
 	var t Tokens
 	switch g := v.Get("grant_type"); g {
 	case GrantClientCredentials:

@@ -1,5 +1,6 @@
--- $1 access token hash. Only tokens of live connections resolve.
-SELECT t.token_hash, t.expires_at, c.id, c.scopes, coalesce(c.member_id, ''), a.id, a.name,
+-- $1 access token hash. Only tokens of live connections resolve; a token's
+-- own scopes (a narrowed refresh) replace its connection's.
+SELECT t.token_hash, t.expires_at, c.id, coalesce(t.scopes, c.scopes), coalesce(c.member_id, ''), a.id, a.name,
        w.id, w.name, w.plan, w.contact_limit, w.rate_multiplier, w.suspended
 FROM oauth_tokens t
 JOIN oauth_connections c ON c.id = t.connection_id AND c.revoked_at IS NULL
