@@ -29,6 +29,14 @@ func appendRequestLog(b []byte, rl *schemas.RequestLog, reqJSON, respJSON bool) 
 	b = schemas.AppendJSONString(b, rl.KeyID)
 	b = append(b, `,"keyKind":`...)
 	b = schemas.AppendJSONString(b, rl.KeyKind)
+	if rl.AppID != "" {
+		b = append(b, `,"appId":`...)
+		b = schemas.AppendJSONString(b, rl.AppID)
+	}
+	if rl.MemberID != "" {
+		b = append(b, `,"memberId":`...)
+		b = schemas.AppendJSONString(b, rl.MemberID)
+	}
 	b = appendLogBody(b, `,"requestBody":`, rl.RequestBody, reqJSON)
 	b = appendLogBody(b, `,"responseBody":`, rl.ResponseBody, respJSON)
 	if rl.Truncated {

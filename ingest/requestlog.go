@@ -184,6 +184,8 @@ func (s *Server) logEnvelope(rc *fasthttp.RequestCtx, p Principal, id string, st
 		DurationUS:   time.Since(start).Microseconds(),
 		KeyID:        p.KeyID,
 		KeyKind:      p.Kind,
+		AppID:        p.AppID,
+		MemberID:     p.MemberID,
 		RequestBody:  schemas.Body(reqText),
 		ResponseBody: schemas.Body(respText),
 		Truncated:    t1 || t2,

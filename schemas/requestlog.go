@@ -33,6 +33,8 @@ type RequestLog struct {
 	DurationUS   int64     `json:"durationUs"`
 	KeyID        string    `json:"keyId"`
 	KeyKind      string    `json:"keyKind"`
+	AppID        string    `json:"appId,omitempty"`    // OAuth access tokens: the app
+	MemberID     string    `json:"memberId,omitempty"` // OAuth access tokens: the member it acts as
 	RequestBody  Body      `json:"requestBody,omitempty"`
 	ResponseBody Body      `json:"responseBody,omitempty"`
 	Truncated    bool      `json:"truncated,omitempty"`

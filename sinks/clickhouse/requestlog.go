@@ -29,6 +29,8 @@ type RequestRow struct {
 	DurationMs    float64   `json:"durationMs"`
 	KeyID         string    `json:"keyId"`
 	KeyKind       string    `json:"keyKind"`
+	AppID         string    `json:"appId"`    // OAuth access tokens: the app; "" otherwise
+	MemberID      string    `json:"memberId"` // OAuth access tokens: the member it acts as
 	RequestBody   string    `json:"requestBody"`
 	ResponseBody  string    `json:"responseBody"`
 	Truncated     bool      `json:"truncated"`
@@ -101,7 +103,7 @@ func FindRequests(ctx context.Context, conn driver.Conn, workspace string, f Req
 			durationUS uint64
 			truncated  uint8
 		)
-		err := rows.Scan(&r.ID, &r.At, &r.Method, &r.Path, &status, &durationUS, &r.KeyID, &r.KeyKind,
+		err := rows.Scan(&r.ID, &r.At, &r.Method, &r.Path, &status, &durationUS, &r.KeyID, &r.KeyKind, &r.AppID, &r.MemberID,
 			&r.RequestBody, &r.ResponseBody, &truncated,
 			&r.MessageIDs, &r.EventIDs, &r.JourneyRunIDs, &r.ContactIDs,
 			&r.Recipient, &r.ExternalID, &r.IP, &r.UserAgent)

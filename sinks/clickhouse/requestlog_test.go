@@ -147,12 +147,35 @@ func TestRequestRowJSON(t *testing.T) {
 	}
 	want := map[string]any{
 		"id": "r1", "at": "2026-03-01T12:00:00Z", "method": "POST", "path": "/v1/events", "status": 202.0,
-		"durationMs": 2.5, "keyId": "key_1", "keyKind": "api_key", "requestBody": `{"a":1}`,
+		"durationMs": 2.5, "keyId": "key_1", "keyKind": "api_key", "appId": "", "memberId": "", "requestBody": `{"a":1}`,
 		"responseBody": `{"ok":true}`, "truncated": true, "messageIds": []any{"m1"}, "eventIds": []any{"evt_1"},
 		"journeyRunIds": []any{}, "contactIds": []any{"con_1"}, "recipient": "a@example.com",
 		"externalId": "ext-1", "ip": "127.0.0.1", "userAgent": "ua/1",
 	}
 	if !reflect.DeepEqual(m, want) {
 		t.Fatalf("JSON:\n got %v\nwant %v", m, want)
+	}
+}
+
+// An OAuth call's row carries its app and member (migration 0070 adds the
+// columns); QueryRequests reads them back.
+func TestRequestRowAppAndMember(t *testing.T) {
+	conn := requestLogDB(t)
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	batch, err := conn.PrepareBatch(ctx, `INSERT INTO request_log (id, workspace, at, method, path, status, key_id, key_kind, app_id, member_id)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer batch.Close()
+	if err := batch.Append("r1", "w1", at, "GET", "/v1/contacts", uint16(200), "conn_1", "oauth", "app_1", "mem_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := chsink.QueryRequests(ctx, conn, "w1", time.Time{}, 1)
+	if err != nil || len(got) != 1 || got[0].KeyKind != "oauth" || got[0].AppID != "app_1" || got[0].MemberID != "mem_1" {
+		t.Fatalf("QueryRequests = %+v, %v", got, err)
 	}
 }

@@ -1,1 +1,1 @@
-INSERT INTO request_log (id, workspace, at, method, path, status, duration_us, key_id, key_kind, request_body, response_body, truncated, message_ids, event_ids, journey_run_ids, contact_ids, recipient, external_id, ip, user_agent, received)
+INSERT INTO request_log (id, workspace, at, method, path, status, duration_us, key_id, key_kind, app_id, member_id, request_body, response_body, truncated, message_ids, event_ids, journey_run_ids, contact_ids, recipient, external_id, ip, user_agent, received)

@@ -302,6 +302,10 @@ func fastPayload(data []byte, p *schemas.RequestLog) bool {
 			p.KeyID, ok = l.str()
 		case "keyKind":
 			p.KeyKind, ok = l.str()
+		case "appId":
+			p.AppID, ok = l.str()
+		case "memberId":
+			p.MemberID, ok = l.str()
 		case "requestBody":
 			p.RequestBody, ok = l.body()
 		case "responseBody":

@@ -137,7 +137,7 @@ type row struct {
 	method, path                                    string
 	status                                          uint16
 	durationUS                                      uint64
-	keyID, keyKind                                  string
+	keyID, keyKind, appID, memberID                 string
 	requestBody, responseBody                       string
 	truncated                                       uint8
 	messageIDs, eventIDs, journeyRunIDs, contactIDs []string
@@ -199,6 +199,8 @@ func decode(env schemas.Envelope, now time.Time) (row, error) {
 		durationUS:    uint64(p.DurationUS),
 		keyID:         p.KeyID,
 		keyKind:       p.KeyKind,
+		appID:         p.AppID,
+		memberID:      p.MemberID,
 		requestBody:   string(p.RequestBody),
 		responseBody:  string(p.ResponseBody),
 		truncated:     truncated,
@@ -246,6 +248,8 @@ func appendRows(batch driver.Batch, rows []row) error {
 		chsink.Column(rows, func(r *row) uint64 { return r.durationUS }),
 		chsink.Column(rows, func(r *row) string { return r.keyID }),
 		chsink.Column(rows, func(r *row) string { return r.keyKind }),
+		chsink.Column(rows, func(r *row) string { return r.appID }),
+		chsink.Column(rows, func(r *row) string { return r.memberID }),
 		chsink.Column(rows, func(r *row) string { return r.requestBody }),
 		chsink.Column(rows, func(r *row) string { return r.responseBody }),
 		chsink.Column(rows, func(r *row) uint8 { return r.truncated }),

@@ -4,7 +4,7 @@
 -- than FINAL, and the same on 18.16 and current ClickHouse).
 -- Optional filters (0 or '' means none), each a bound parameter: the exact
 -- status, the status class (4 for 4xx), a substring of the path, the key id.
-SELECT id, at, method, path, status, duration_us, key_id, key_kind,
+SELECT id, at, method, path, status, duration_us, key_id, key_kind, app_id, member_id,
        request_body, response_body, truncated,
        message_ids, event_ids, journey_run_ids, contact_ids,
        recipient, external_id, ip, user_agent
