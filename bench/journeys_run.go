@@ -196,10 +196,18 @@ func jnTimersPhase(ctx context.Context, s *harness.System, c *harness.CustomRun,
 	// Give up 2 minutes + 5 ms per execution after the last due time (a
 	// slow host's engine falls far behind; its lateness still counts).
 	deadline := last.Add(2*time.Minute + time.Duration(n)*5*time.Millisecond)
+	// The count of completed executions reads every execution of the
+	// journey (about 30 ms at 100,000): asked only once every email
+	// arrived, or every 2 s, so the measurement does not weigh on the
+	// CPU it measures.
 	var completed, unstarted int64
+	lastCount := time.Time{}
 	for {
-		if err := pool.QueryRow(ctx, jnCompletedSQL, journeyID).Scan(&completed, &unstarted); err != nil {
-			return fmt.Errorf("journeys (b): count completed executions: %w", err)
+		if sk.total.Load()-base >= accepted || time.Since(lastCount) >= 2*time.Second || time.Now().After(deadline) {
+			if err := pool.QueryRow(ctx, jnCompletedSQL, journeyID).Scan(&completed, &unstarted); err != nil {
+				return fmt.Errorf("journeys (b): count completed executions: %w", err)
+			}
+			lastCount = time.Now()
 		}
 		if completed >= accepted && sk.total.Load()-base >= accepted || time.Now().After(deadline) {
 			break

@@ -254,6 +254,31 @@ func (t *Timers) Schedule(ctx context.Context, tx pgx.Tx, topic string, env sche
 	return nil
 }
 
+// Timer is one timer of ScheduleMany: publish Env to Topic at At.
+type Timer struct {
+	Topic string
+	Env   schemas.Envelope
+	At    time.Time
+}
+
+// ScheduleMany stores many timers within tx in one statement, each as
+// Schedule would (unique by its envelope id): the timers of several state
+// changes committed together.
+func (t *Timers) ScheduleMany(ctx context.Context, tx pgx.Tx, ts []Timer) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	params := make([]river.InsertManyParams, len(ts))
+	for i, tm := range ts {
+		params[i] = river.InsertManyParams{Args: jobArgs{EnvelopeID: tm.Env.ID, Topic: tm.Topic, Envelope: tm.Env},
+			InsertOpts: &river.InsertOpts{Queue: t.queue, ScheduledAt: tm.At.UTC(), UniqueOpts: river.UniqueOpts{ByArgs: true}}}
+	}
+	if _, err := t.client.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("schedule %d timers (first %s): %w", len(ts), ts[0].Env.ID, err)
+	}
+	return nil
+}
+
 // Close stops the client, letting running publishes finish for up to 10 s
 // (an unfinished one is rescued later).
 func (t *Timers) Close() error {

@@ -136,6 +136,7 @@ type Stage struct {
 	// Concurrent handlers' first reads and known steps share round trips.
 	peeks    *postgres.Batcher[journeys.RunKey, journeys.Peeked]
 	advances *postgres.Batcher[journeys.Advance, journeys.Advanced]
+	waits    *postgres.Batcher[waitStart, bool] // executions entering waits (waitbatch.go)
 }
 
 // batchWorkers is how many shared statements of each kind (reads, known
@@ -163,9 +164,11 @@ func New(o Options) *Stage {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Stage{o: o, versions: map[versionKey]*schemas.JourneyDefinition{},
+	s := &Stage{o: o, versions: map[versionKey]*schemas.JourneyDefinition{},
 		peeks:    &postgres.Batcher[journeys.RunKey, journeys.Peeked]{Workers: batchWorkers, Run: o.Store.PeekRuns},
 		advances: &postgres.Batcher[journeys.Advance, journeys.Advanced]{Workers: batchWorkers, Run: o.Store.AdvanceAll}}
+	s.waits = &postgres.Batcher[waitStart, bool]{Workers: batchWorkers, Run: s.waitAll}
+	return s
 }
 
 // Close stops the shared statements and gives back the process's shared
@@ -173,6 +176,7 @@ func New(o Options) *Stage {
 func (s *Stage) Close() error {
 	s.peeks.Close()
 	s.advances.Close()
+	s.waits.Close()
 	if s.o.release != nil {
 		return s.o.release()
 	}
@@ -326,6 +330,16 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 		// Not as read (moved, paused, ended, or its wait not over): the
 		// general path below locks and looks.
 	}
+	if seen.JourneyStatus == schemas.JourneyActive && seen.NextWakeAt == nil && effect == nil && isWait(st.Type) && sharedWait(st) {
+		ok, err := s.beginWait(ctx, env, seen, st)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+		}
+		if ok {
+			return nil, nil, false, nil
+		}
+		// Not as read: the general path below locks and looks.
+	}
 	moved := false
 	err = pgx.BeginFunc(ctx, s.o.Postgres, func(tx pgx.Tx) error {
 		out, next, more, moved = nil, nil, false, false
@@ -431,10 +445,7 @@ func isWait(t string) bool {
 
 // schedule stores the wake-up id of run's position due at due, in tx.
 func (s *Stage) schedule(ctx context.Context, tx pgx.Tx, env schemas.Envelope, run journeys.Run, id string, due time.Time) error {
-	w := schemas.JourneyWake{ExecutionID: run.ID, Position: run.Position, DueAt: due.UTC()}
-	wenv := schemas.JourneyWakeEnvelope(id, run.Workspace, run.Workspace+":"+run.ContactID, env.ID, w)
-	wenv.Traceparent = env.Traceparent
-	return s.o.Timers.Schedule(ctx, tx, schemas.TopicJourneys, wenv, due)
+	return s.o.Timers.Schedule(ctx, tx, schemas.TopicJourneys, wakeEnvelope(env, run, id, due), due)
 }
 
 // decide runs a step without an outside effect that does not wait, within
