@@ -14,6 +14,7 @@ import (
 type CustomRun struct {
 	Warmup   time.Duration // -warmup
 	Duration time.Duration // -duration: the measured window of one phase
+	Pairs    int           // -pairs: for a custom run that alternates its own pairs
 	rep      *Report
 	r        *runner
 }
@@ -66,7 +67,7 @@ func (c *CustomRun) Check(name, target string, actual float64, pass bool) {
 
 // custom runs the benchmark's Custom hook.
 func (r *runner) custom(ctx context.Context) error {
-	c := &CustomRun{Warmup: r.o.Warmup, Duration: r.o.Duration, rep: r.rep, r: r}
+	c := &CustomRun{Warmup: r.o.Warmup, Duration: r.o.Duration, Pairs: r.o.Pairs, rep: r.rep, r: r}
 	if err := r.b.Custom(ctx, r.s, c); err != nil {
 		return fmt.Errorf("%s: %w", r.b.Name, err)
 	}
