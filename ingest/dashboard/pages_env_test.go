@@ -1,0 +1,123 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sendstream/deploy/stack"
+	"sendstream/ingest"
+	"sendstream/ingest/auth"
+	"sendstream/ingest/contacts"
+	"sendstream/ingest/dashboard"
+	"sendstream/ingest/ingesttest"
+	"sendstream/ingest/members"
+	"sendstream/ingest/oauth"
+	"sendstream/ingest/transactional"
+	"sendstream/pipeline"
+	"sendstream/pipeline/pipelinetest"
+	chsink "sendstream/sinks/clickhouse"
+	"sendstream/sinks/email/smtptest"
+	"sendstream/stages/delivery"
+	"sendstream/stages/messagelog"
+	"sendstream/stages/requestlog"
+)
+
+// pages is one server with every dashboard page and the API routes they
+// describe (contacts, transactional send and list, the OAuth token
+// endpoint) over real HTTP, Postgres and ClickHouse, plus the requestlog
+// and messagelog stages on the same broker, so API calls become rows the
+// request log and the message-log chart read, and the delivery stage with
+// an SMTP test server, so sent messages reach the sent status.
+type pages struct {
+	*env
+	ch     driver.Conn
+	oauth  *oauth.Store
+	tstore *transactional.Store
+}
+
+func startPages(t *testing.T) *pages {
+	t.Helper()
+	pg := stack.PG(t)
+	ch := stack.CH(t)
+	ms, err := members.New(pg, members.Config{AddressFailures: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := contacts.NewSigner("test secret test secret test secret", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := contacts.NewStore(pg)
+	t.Cleanup(cs.Close)
+	ost := oauth.NewStore(pg)
+	ts := transactional.NewStore(pg)
+	t.Cleanup(ts.Close)
+	routes := dashboard.Routes(dashboard.Deps{Sessions: ms, Keys: auth.NewStore(pg), OAuth: ost, ClickHouse: ch, Messages: ts})
+	routes = append(routes, members.Routes(ms)...)
+	routes = append(routes, contacts.Routes(contacts.Deps{Store: cs, Signer: signer, SiteURL: "http://site.test"})...)
+	routes = append(routes, oauth.Routes(oauth.Deps{Store: ost, SiteURL: "http://site.test"})...)
+	const secret = "test secret for unsubscribe links"
+	routes = append(routes, transactional.Routes(transactional.Deps{PG: pg, Contacts: cs, Secret: secret})...)
+	h := ingesttest.StartWith(t, ingesttest.Options{Sessions: ms, Config: ingest.Config{KeyCacheTTL: time.Minute}}, routes...)
+	l := auth.NewListener(h.PG, nil)
+	h.Server.SubscribeCredentials(l)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := l.WaitListening(wctx); err != nil {
+		t.Fatal(err)
+	}
+	var stages []pipeline.Registered
+	for _, name := range []string{requestlog.Name, messagelog.Name, messagelog.StatusName, delivery.Name} {
+		s, ok := pipeline.Lookup(name)
+		if !ok {
+			t.Fatalf("stage %s not registered", name)
+		}
+		stages = append(stages, s)
+	}
+	smtp := smtptest.Start(t, smtptest.Options{})
+	settings := map[string]string{"site_url": h.URL, "secret": secret, "smtp_url": "smtp://" + smtp.Addr + "?tls=none"}
+	pipelinetest.Start(context.Background(), t, "log stages", pipeline.RunConfig{
+		Brokers: h.Brokers, Stages: stages, Resources: pipeline.Resources{Postgres: pg, ClickHouse: ch, Publisher: h.Publisher, Settings: settings},
+		BackoffBase: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, FlushInterval: 100 * time.Millisecond,
+		MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
+		JoinGroupBackoff: 100 * time.Millisecond,
+	})
+	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	t.Cleanup(c.CloseIdleConnections)
+	return &pages{env: &env{t: t, h: h, client: c}, ch: ch, oauth: ost, tstore: ts}
+}
+
+// waitRequests waits until the request log of ws in ClickHouse holds n
+// rows (the requestlog stage writes them in batches) and returns them.
+func (p *pages) waitRequests(ws string, n int) []chsink.RequestRow {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rows, err := chsink.FindRequests(context.Background(), p.ch, ws, chsink.RequestFilter{Limit: 1000})
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		if len(rows) >= n {
+			return rows
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("request log of %s: %d rows after 30 s, want %d", ws, len(rows), n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// apiCall sends an API request with a key and returns the status.
+func (p *pages) apiCall(method, path, key string, body any) int {
+	p.t.Helper()
+	st, _ := p.h.Do(method, path, key, body)
+	return st
+}
