@@ -1,0 +1,134 @@
+package dashboard
+
+import (
+	"errors"
+	"html/template"
+	"net/url"
+	"strings"
+
+	"sendstream/ingest"
+	"sendstream/ingest/auth"
+	"sendstream/ingest/members"
+)
+
+// The tracking tokens page (spec 2.7, 4.7, 5.2): a tracking token records
+// events from a website and nothing else; it may be limited to domains.
+
+const tokensPath = "/settings/tracking-tokens"
+
+var tokensTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "layout.html", "tracking_tokens.html"))
+
+// tokenRoutes are the tracking tokens page's routes (Routes lists them).
+func (d Deps) tokenRoutes() []ingest.Route {
+	return []ingest.Route{
+		{Method: "GET", Path: tokensPath, Credential: ingest.CredNone, Handle: d.tokensPage},
+		{Method: "POST", Path: tokensPath, Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.createToken},
+		{Method: "POST", Path: tokensPath + "/{id}/delete", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.deleteToken},
+	}
+}
+
+// tokensData is what tracking_tokens.html shows.
+type tokensData struct {
+	frame
+	Tokens    []auth.TrackingToken
+	CanManage bool   // the forms: tracking_tokens.manage
+	ReadOnly  bool   // support staff: the list only
+	Form      string // the domains typed, kept when refused
+	Created   string // the new token, shown once in the POST's answer
+}
+
+// tokenAccess says what p may do on the tracking tokens page: manage
+// (tracking_tokens.manage: owners, admins, members by default, custom
+// roles that name it), only read (support staff), or neither (403).
+func tokenAccess(p ingest.Principal) (manage, read bool) {
+	m := members.FromPrincipal(p)
+	manage = members.Can(m, members.PermTrackingTokens)
+	return manage, manage || m.Role == members.RoleSupport
+}
+
+// tokenForbidden is the 403 page of a member who may not do what they
+// asked on the tracking tokens page.
+func tokenForbidden(p ingest.Principal) ingest.Result {
+	if members.FromPrincipal(p).Role == members.RoleSupport {
+		return errorPage(p, 403, "Support staff have read-only access: tracking tokens cannot be created or deleted.")
+	}
+	return errorPage(p, 403, "Managing tracking tokens needs the tracking_tokens.manage permission; ask an owner or admin.")
+}
+
+// tokensPageWith lists the tokens around data's form state; status is the
+// answer's.
+func (d Deps) tokensPageWith(c *ingest.Call, p ingest.Principal, status int, data tokensData) ingest.Result {
+	manage, _ := tokenAccess(p)
+	toks, err := d.Keys.ListTrackingTokens(c.Ctx, p.Workspace)
+	if err != nil {
+		return unavailable()
+	}
+	msg := data.Error
+	data.frame = frameOf(p, "Tracking tokens")
+	data.Error = msg
+	data.Tokens, data.CanManage, data.ReadOnly = toks, manage, !manage
+	return render(tokensTmpl, status, data)
+}
+
+// tokenMember resolves the member of a tracking tokens route; ok false
+// means res is the answer (to /login, 503 or 403).
+func (d Deps) tokenMember(c *ingest.Call, write bool) (p ingest.Principal, res ingest.Result, ok bool) {
+	p, err := d.member(c)
+	switch {
+	case errors.Is(err, errNoSession):
+		return p, toLogin(tokensPath), false
+	case err != nil:
+		return p, unavailable(), false
+	}
+	manage, read := tokenAccess(p)
+	if !read || (write && !manage) {
+		return p, tokenForbidden(p), false
+	}
+	return p, ingest.Result{}, true
+}
+
+func (d Deps) tokensPage(c *ingest.Call) ingest.Result {
+	p, res, ok := d.tokenMember(c, false)
+	if !ok {
+		return res
+	}
+	return d.tokensPageWith(c, p, 200, tokensData{})
+}
+
+func (d Deps) createToken(c *ingest.Call) ingest.Result {
+	p, res, ok := d.tokenMember(c, true)
+	if !ok {
+		return res
+	}
+	form, err := url.ParseQuery(string(c.Body))
+	if err != nil {
+		return d.tokensPageWith(c, p, 400, tokensData{frame: frame{Error: "The form could not be read; try again."}})
+	}
+	typed := form.Get("domains")
+	domains := strings.FieldsFunc(typed, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
+	for _, dom := range domains {
+		if strings.ContainsAny(dom, "/:") {
+			return d.tokensPageWith(c, p, 400, tokensData{frame: frame{Error: "“" + dom + "” is not a domain name: give the host only, without a scheme, port or path (example.com)."}, Form: typed})
+		}
+	}
+	_, tok, err := d.Keys.CreateTrackingToken(c.Ctx, p.Workspace, domains)
+	if err != nil {
+		return unavailable()
+	}
+	return d.tokensPageWith(c, p, 200, tokensData{Created: tok})
+}
+
+func (d Deps) deleteToken(c *ingest.Call) ingest.Result {
+	p, res, ok := d.tokenMember(c, true)
+	if !ok {
+		return res
+	}
+	err := d.Keys.DeleteTrackingToken(c.Ctx, p.Workspace, c.Params["id"])
+	switch {
+	case err == nil:
+		return redirect(tokensPath)
+	case errors.Is(err, auth.ErrNotFound):
+		return d.tokensPageWith(c, p, 404, tokensData{frame: frame{Error: "No such tracking token in this workspace (already deleted?)."}})
+	}
+	return unavailable()
+}
