@@ -28,6 +28,8 @@ import (
 	"sendstream/ingest/dashboard"
 	"sendstream/ingest/members"
 	"sendstream/ingest/oauth"
+	"sendstream/ingest/transactional"
+	"sendstream/ingest/webhooks"
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/clickhouse"
@@ -313,9 +315,22 @@ func newHTTP(ctx context.Context, cfg Config, res pipeline.Resources, ch driver.
 	oauthDeps := oauth.Deps{Store: oauth.NewStore(res.Postgres), SiteURL: cfg.SiteURL}
 	srv.Add(oauth.AuthorizeRoutes(oauthDeps, sessions)...)
 	srv.Add(oauth.DashboardRoutes(oauthDeps)...)
-	// The dashboard's pages (ingest/dashboard): keys are deleted through
-	// the admin CLI's store, so its NOTIFY reaches every process's cache.
-	srv.Add(dashboard.Routes(dashboard.Deps{Sessions: sessions, Keys: auth.NewStore(res.Postgres)})...)
+	// The dashboard's pages (ingest/dashboard): keys and tracking tokens
+	// are deleted through the admin CLI's store, so its NOTIFY reaches
+	// every process's cache; webhook endpoints are checked and encrypted
+	// as the webhook-endpoint commands do (the server secret, the SSRF
+	// guard with SENDSTREAM_WEBHOOK_ALLOW_PRIVATE), their deliveries read
+	// from ClickHouse and replays published by this process's producer.
+	hooks, err := webhooks.NewEndpoints(res.Postgres, webhooks.AdminSettings{Secret: cfg.Secret, AllowPrivate: cfg.Webhooks.AllowPrivate})
+	if err != nil {
+		return nil, err
+	}
+	srv.Add(dashboard.Routes(dashboard.Deps{Sessions: sessions, Keys: auth.NewStore(res.Postgres),
+		Webhooks: hooks, ClickHouse: ch, Publisher: res.Publisher,
+		// OAuth apps through the store of the JSON routes above; the
+		// request log and message-log chart from ClickHouse; the message
+		// log from the store GET /v1/transactional reads.
+		OAuth: oauthDeps.Store, Messages: transactional.NewStore(res.Postgres)})...)
 	return srv, nil
 }
 

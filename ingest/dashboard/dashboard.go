@@ -1,8 +1,10 @@
 // Package dashboard serves the dashboard's server-rendered pages at the
 // site root (html/template with go:embed, plain forms that work without
 // JavaScript): / sends a signed-in member to their first page and anyone
-// else to /login; /settings/api-keys lists, creates and deletes the
-// workspace's API keys. A page asked for without a session redirects to
+// else to /login. Pages: API keys, tracking tokens, webhook endpoints
+// (with their deliveries and replay), OAuth apps, connected apps, the
+// request log and the message log (htmx and uPlot, vendored and served
+// from /static/, only where they help). A page asked for without a session redirects to
 // /login and back; its forms are refused cross-origin
 // (Route.SameOrigin, net/http.CrossOriginProtection) like the sign-in
 // form. Sign-in and sign-out are package members' pages.
@@ -17,8 +19,14 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
+	"sendstream/ingest/oauth"
+	"sendstream/ingest/transactional"
+	"sendstream/ingest/webhooks"
+	whlog "sendstream/sinks/webhooklog"
 )
 
 //go:embed *.html
@@ -50,6 +58,23 @@ type Deps struct {
 	// Keys creates, lists and deletes API keys (the store the admin CLI
 	// uses, so a deletion reaches every process's credential cache).
 	Keys *auth.Store
+	// OAuth keeps OAuth apps and their connections (the store
+	// oauth.DashboardRoutes uses, so the pages apply the same rules).
+	OAuth *oauth.Store
+	// ClickHouse holds the request log and the message log's status
+	// changes; nil makes those pages say they are unavailable.
+	ClickHouse driver.Conn
+	// Messages reads the message log (the store GET /v1/transactional reads).
+	Messages *transactional.Store
+	// Webhooks creates, rotates and changes the workspace's webhook
+	// endpoints with the admin commands' checks (the server secret, the
+	// SSRF guard with SENDSTREAM_WEBHOOK_ALLOW_PRIVATE); nil makes the
+	// webhooks pages unavailable. Their deliveries are read from
+	// ClickHouse (the webhook delivery log).
+	Webhooks *webhooks.Endpoints
+	// Publisher publishes a replayed webhook message to the deliveries
+	// topic (the server's producer); nil refuses replays as unavailable.
+	Publisher whlog.Publisher
 }
 
 // Routes are the dashboard's pages:
@@ -58,13 +83,25 @@ type Deps struct {
 //	GET  /settings/api-keys                the keys (api_keys.manage; support staff read-only)
 //	POST /settings/api-keys                create a key; the answer shows it once
 //	POST /settings/api-keys/{id}/delete    delete a key; 303 back to the list
+//
+// and the pages each file's route list documents: oauthAppRoutes,
+// connectedAppRoutes, requestLogRoutes, messageLogRoutes, tokenRoutes
+// (tracking tokens), webhookRoutes (endpoints, their deliveries and
+// replay), staticRoutes (the embedded htmx and uPlot at /static/{name}).
 func Routes(d Deps) []ingest.Route {
-	return []ingest.Route{
+	routes := []ingest.Route{
 		{Method: "GET", Path: "/", Credential: ingest.CredNone, Handle: d.root},
 		{Method: "GET", Path: "/settings/api-keys", Credential: ingest.CredNone, Handle: d.keysPage},
 		{Method: "POST", Path: "/settings/api-keys", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.createKey},
 		{Method: "POST", Path: "/settings/api-keys/{id}/delete", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.deleteKey},
 	}
+	routes = append(routes, d.oauthAppRoutes()...)
+	routes = append(routes, d.connectedAppRoutes()...)
+	routes = append(routes, d.requestLogRoutes()...)
+	routes = append(routes, d.messageLogRoutes()...)
+	routes = append(routes, d.tokenRoutes()...)
+	routes = append(routes, d.webhookRoutes()...)
+	return append(routes, d.staticRoutes()...)
 }
 
 // errNoSession says the call has no valid session.
