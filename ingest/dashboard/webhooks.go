@@ -76,9 +76,9 @@ type shownSecret struct {
 // webhookAccess says what p may do with webhook endpoints: manage (owners
 // and admins, spec 6), only read (support staff), or neither (403).
 func webhookAccess(p ingest.Principal) (manage, read bool) {
-	role := members.FromPrincipal(p).Role
-	manage = role == members.RoleOwner || role == members.RoleAdmin
-	return manage, manage || role == members.RoleSupport
+	m := members.FromPrincipal(p)
+	manage = members.Can(m, members.PermWebhooks)
+	return manage, manage || m.Role == members.RoleSupport
 }
 
 // webhookForbidden is the 403 page of a member who may not do what they
@@ -87,7 +87,7 @@ func webhookForbidden(p ingest.Principal) ingest.Result {
 	if members.FromPrincipal(p).Role == members.RoleSupport {
 		return errorPage(p, 403, "Support staff have read-only access: webhook endpoints cannot be changed or replayed.")
 	}
-	return errorPage(p, 403, "Webhook endpoints are managed by the workspace's owners and admins; ask one of them.")
+	return errorPage(p, 403, "Webhook endpoints are managed by the workspace's owners and admins (or a role granted webhooks.manage); ask one of them.")
 }
 
 // webhookMember resolves the member of a webhook route and checks that

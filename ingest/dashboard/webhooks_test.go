@@ -180,9 +180,10 @@ func TestWebhookPagesPermissions(t *testing.T) {
 		}
 	}
 
-	// Spec 6: endpoints are registered by an owner or admin; a member
-	// (whatever permissions are named) or a custom role may not even look.
-	for _, c := range []struct{ role, perms string }{{"member", ""}, {"member", "api_keys.manage"}, {"custom", "webhooks.manage"}} {
+	// Spec 6: endpoints are registered by an owner or admin (or a role
+	// they explicitly granted webhooks.manage, below); a member without
+	// it or a custom role with other permissions may not even look.
+	for _, c := range []struct{ role, perms string }{{"member", ""}, {"member", "api_keys.manage"}, {"custom", "api_keys.manage"}} {
 		_, _, cookie := e.member(ws, c.role, c.perms)
 		for _, path := range []string{"/settings/webhooks", "/settings/webhooks/" + id} {
 			if resp, body := e.do("GET", path, cookie, nil, nil); resp.StatusCode != 403 || !strings.Contains(body, "owners and admins") || strings.Contains(body, target) {
@@ -195,6 +196,11 @@ func TestWebhookPagesPermissions(t *testing.T) {
 			}
 		}
 		unchanged(c.role)
+	}
+
+	_, _, granted := e.member(ws, "custom", "webhooks.manage")
+	if resp, body := e.do("GET", "/settings/webhooks", granted, nil, nil); resp.StatusCode != 200 || !strings.Contains(body, `method="post" action="/settings/webhooks`) {
+		t.Errorf("custom role granted webhooks.manage: %d, want 200 with the forms", resp.StatusCode)
 	}
 
 	_, _, support := e.member(ws, "support", "")

@@ -53,8 +53,11 @@ const (
 // Permissions lists every named permission.
 var Permissions = []string{PermAPIKeys, PermWebhooks, PermTrackingTokens, PermContent, PermMembers}
 
-// MemberDefaults are the permissions every RoleMember has.
-var MemberDefaults = []string{PermWebhooks, PermTrackingTokens, PermContent}
+// MemberDefaults are the permissions every RoleMember has. Webhook
+// endpoints are not among them: spec 6 has them registered by an owner or
+// admin, so a member or custom role manages them only when granted
+// webhooks.manage by name.
+var MemberDefaults = []string{PermTrackingTokens, PermContent}
 
 // Member is one person's membership of one workspace.
 type Member struct {

@@ -363,7 +363,8 @@ func TestCan(t *testing.T) {
 	}{
 		{Member{Role: RoleOwner}, PermMembers, true},
 		{Member{Role: RoleAdmin}, PermAPIKeys, true},
-		{Member{Role: RoleMember}, PermWebhooks, true},
+		{Member{Role: RoleMember}, PermWebhooks, false},
+		{Member{Role: RoleMember, Permissions: []string{PermWebhooks}}, PermWebhooks, true},
 		{Member{Role: RoleMember}, PermAPIKeys, false},
 		{Member{Role: RoleMember, Permissions: []string{PermAPIKeys}}, PermAPIKeys, true},
 		{Member{Role: RoleCustom, Permissions: []string{PermAPIKeys}}, PermAPIKeys, true},
