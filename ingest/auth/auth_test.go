@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -163,11 +164,16 @@ func BenchmarkAuthenticateHit(b *testing.B) {
 	}
 }
 
+// registerRuns numbers TestRegisterKind's runs: the registry is global and
+// refuses a prefix twice, so each run (-count=N) registers a new one.
+var registerRuns atomic.Int32
+
 func TestRegisterKind(t *testing.T) {
-	RegisterKind(ExtraKind{Prefix: "ss_test_", Kind: "test", Resolve: func(context.Context, *pgxpool.Pool, [32]byte) (Identity, error) {
+	prefix := fmt.Sprintf("ss_test%d_", registerRuns.Add(1))
+	RegisterKind(ExtraKind{Prefix: prefix, Kind: "test", Resolve: func(context.Context, *pgxpool.Pool, [32]byte) (Identity, error) {
 		return Identity{}, ErrUnknown
 	}})
-	tok, _ := newToken("ss_test_")
+	tok, _ := newToken(prefix)
 	if kindOf([]byte(tok)) != "test" {
 		t.Fatalf("registered prefix not recognised: %q", tok)
 	}
