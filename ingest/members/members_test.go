@@ -444,13 +444,15 @@ func TestHasherBound(t *testing.T) {
 // TestIdleSessionEnds: a session unused for longer than SessionIdle is
 // refused from then on.
 func TestIdleSessionEnds(t *testing.T) {
-	e := start(t, Config{SessionIdle: time.Second})
+	// 3 s: a sign-in and the first call must fit within the idle time
+	// (1 s did not at load 18 under -race).
+	e := start(t, Config{SessionIdle: 3 * time.Second})
 	_, email, _ := e.member(RoleMember, "")
 	cookie := e.signIn(email)
 	if resp, _ := e.do("GET", "/api/session", cookie, "", nil, nil); resp.StatusCode != 200 {
 		t.Fatalf("fresh session: %d", resp.StatusCode)
 	}
-	time.Sleep(1500 * time.Millisecond) // longer than the idle timeout, without a call
+	time.Sleep(3500 * time.Millisecond) // longer than the idle timeout, without a call
 	if resp, body := e.do("GET", "/api/session", cookie, "", nil, nil); resp.StatusCode != 401 {
 		t.Fatalf("idle session: %d %s", resp.StatusCode, body)
 	}
