@@ -139,7 +139,7 @@ func TestJourneyEngineSurvivesKillNine(t *testing.T) {
 	// still to come and its timer stored, not yet run.
 	waiting := func() int {
 		return count(`WITH t AS (
-				SELECT args->'envelope'->'payload'->>'executionId' AS id, args->'envelope'->'payload'->>'position' AS pos
+				SELECT (args->>'envelope')::jsonb->'payload'->>'executionId' AS id, (args->>'envelope')::jsonb->'payload'->>'position' AS pos
 				  FROM river_job WHERE kind = 'timer_publish' AND queue = $2 AND state IN ('scheduled', 'available'))
 			SELECT count(DISTINCT e.id) FROM journey_executions e JOIN t ON t.id = e.id AND t.pos = e.position
 			 WHERE e.journey_id = $1 AND e.state = 'active' AND e.next_wake_at > now()`, waitJ.ID, timers.QueueFor(e.prefix))

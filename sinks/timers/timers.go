@@ -27,6 +27,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -109,9 +110,38 @@ const (
 // jobArgs is one timer: the envelope to publish and its topic. Unique by
 // EnvelopeID (River's ByArgs with only the tagged field).
 type jobArgs struct {
-	EnvelopeID string           `json:"envelopeId" river:"unique"`
-	Topic      string           `json:"topic"`
-	Envelope   schemas.Envelope `json:"envelope"`
+	EnvelopeID string         `json:"envelopeId" river:"unique"`
+	Topic      string         `json:"topic"`
+	Envelope   packedEnvelope `json:"envelope"`
+}
+
+// packedEnvelope is a timer's envelope stored as one JSON string in the
+// job's args instead of a nested object. River's jobs table has a GIN
+// index on args, which every insert and every state change of a job (to
+// available, running, completed: none is a HOT update) writes one entry
+// per key and scalar value into: a nested envelope made about twenty, a
+// string one. Timers stored before as an object still decode.
+type packedEnvelope struct{ schemas.Envelope }
+
+// MarshalJSON writes the envelope's JSON as a JSON string.
+func (p packedEnvelope) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(p.Envelope)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(string(b))
+}
+
+// UnmarshalJSON reads a packed envelope, or an object as stored before.
+func (p *packedEnvelope) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		b = []byte(s)
+	}
+	return json.Unmarshal(b, &p.Envelope)
 }
 
 // Kind names the job kind.
@@ -125,7 +155,7 @@ type worker struct {
 
 // Work publishes the timer's envelope; an error is retried by River.
 func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
-	if err := w.pub.Publish(ctx, job.Args.Topic, job.Args.Envelope); err != nil {
+	if err := w.pub.Publish(ctx, job.Args.Topic, job.Args.Envelope.Envelope); err != nil {
 		return fmt.Errorf("publish timer %s to %s: %w", job.Args.EnvelopeID, job.Args.Topic, err)
 	}
 	return nil
@@ -240,7 +270,7 @@ func Start(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*T
 // after the first one fired (until River prunes finished jobs, 24 h by
 // default).
 func (t *Timers) Schedule(ctx context.Context, tx pgx.Tx, topic string, env schemas.Envelope, at time.Time) error {
-	args := jobArgs{EnvelopeID: env.ID, Topic: topic, Envelope: env}
+	args := jobArgs{EnvelopeID: env.ID, Topic: topic, Envelope: packedEnvelope{env}}
 	opts := &river.InsertOpts{Queue: t.queue, ScheduledAt: at.UTC(), UniqueOpts: river.UniqueOpts{ByArgs: true}}
 	var err error
 	if tx != nil {
@@ -270,7 +300,7 @@ func (t *Timers) ScheduleMany(ctx context.Context, tx pgx.Tx, ts []Timer) error 
 	}
 	params := make([]river.InsertManyParams, len(ts))
 	for i, tm := range ts {
-		params[i] = river.InsertManyParams{Args: jobArgs{EnvelopeID: tm.Env.ID, Topic: tm.Topic, Envelope: tm.Env},
+		params[i] = river.InsertManyParams{Args: jobArgs{EnvelopeID: tm.Env.ID, Topic: tm.Topic, Envelope: packedEnvelope{tm.Env}},
 			InsertOpts: &river.InsertOpts{Queue: t.queue, ScheduledAt: tm.At.UTC(), UniqueOpts: river.UniqueOpts{ByArgs: true}}}
 	}
 	if _, err := t.client.InsertManyTx(ctx, tx, params); err != nil {
