@@ -121,6 +121,9 @@ type JourneyStepDone struct {
 	// Final is the execution's final state when this step ended it
 	// (completed, exited), "" while it goes on.
 	Final string `json:"final,omitempty"`
+	// Email is the contact's email as the engine read it for the step
+	// ("" when unknown: readers then look it up).
+	Email string `json:"email,omitempty"`
 }
 
 // JourneyStepEnvelopeID is the id of the step-done envelope of step addr

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/email"
 	"sendstream/sinks/email/render"
+	"sendstream/sinks/webhook"
 )
 
 // Mailer is the transactional send for stages (pipeline.Mailer): the
@@ -22,8 +24,19 @@ import (
 // ExternalID answers the original message and republishes it only while
 // it is still queued. Safe for concurrent use.
 type Mailer struct {
-	svc *service
+	svc   *service
+	names *webhook.Cache[string] // workspace → its name (MailerWorkspaceTTL)
 }
+
+// MailerWorkspaceTTL is how long the Mailer reuses a workspace's name (the
+// sender name its messages carry): one Postgres read per workspace and
+// second instead of one per send, as the send endpoint takes the name
+// from its API key cache. A gone workspace is never cached: it is looked
+// up again, and refused, on every send.
+const MailerWorkspaceTTL = time.Second
+
+// errWorkspaceGone is a workspace the Mailer found no row of (not cached).
+var errWorkspaceGone = errors.New("the workspace is gone")
 
 var _ pipeline.Mailer = (*Mailer)(nil)
 
@@ -41,7 +54,7 @@ func NewMailer(d Deps) (*Mailer, error) {
 		d.DefaultFromEmail = email.DefaultFromEmail
 	}
 	return &Mailer{svc: &service{store: NewStore(d.PG), engine: d.Engine, defFrom: d.DefaultFromEmail,
-		tpls: map[string]*Template{}}}, nil
+		tpls: map[string]*Template{}}, names: webhook.NewCache[string](MailerWorkspaceTTL)}, nil
 }
 
 // mailBody is the send endpoint's body of a MailRequest.
@@ -75,12 +88,18 @@ func (m *Mailer) SendEmail(ctx context.Context, r schemas.MailRequest) (schemas.
 	if !errs.empty() {
 		return schemas.MailResult{RefusedCode: codeValidation, Refused: errs.message()}, nil
 	}
-	name, found, err := m.svc.store.WorkspaceName(ctx, r.Workspace)
+	name, err := m.names.Get(ctx, r.Workspace, func(ctx context.Context) (string, error) {
+		name, found, err := m.svc.store.WorkspaceName(ctx, r.Workspace)
+		if err == nil && !found {
+			err = errWorkspaceGone
+		}
+		return name, err
+	})
+	if errors.Is(err, errWorkspaceGone) {
+		return schemas.MailResult{RefusedCode: CodeMessageNotFound, Refused: "the workspace is gone"}, nil
+	}
 	if err != nil {
 		return schemas.MailResult{}, fmt.Errorf("transactional mailer: %w", err)
-	}
-	if !found {
-		return schemas.MailResult{RefusedCode: CodeMessageNotFound, Refused: "the workspace is gone"}, nil
 	}
 	out, err := m.svc.send(ctx, r.Workspace, name, r.ExternalID, req, body)
 	if err != nil {

@@ -211,6 +211,9 @@ type StepRun struct {
 	// Read back by StepsCausedBy.
 	Workspace, JourneyID, ContactID string
 	Version                         int
+	// Email is the contact's email as the step read it (its step-done
+	// envelope carries it); read back as the contact's email now.
+	Email string
 }
 
 // RecordStep records r within tx; ok is false when the step was recorded
@@ -234,7 +237,7 @@ func (s *Store) StepsCausedBy(ctx context.Context, causeID string) ([]StepRun, e
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StepRun, error) {
 		r := StepRun{CauseID: causeID}
 		err := row.Scan(&r.ExecutionID, &r.Address, &r.StepType, &r.Outcome, &r.MessageID, &r.Detail, &r.Final, &r.DoneAt,
-			&r.Workspace, &r.JourneyID, &r.Version, &r.ContactID)
+			&r.Workspace, &r.JourneyID, &r.Version, &r.ContactID, &r.Email)
 		r.DoneAt = r.DoneAt.UTC()
 		return r, err
 	})

@@ -416,4 +416,14 @@ func TestLifecycleAnnounces(t *testing.T) {
 	if d.JourneyID != j || d.JourneyName != "Done" || d.Email != c+"@example.test" || !d.OccurredAt.Equal(at) || d.Version != 1 {
 		t.Errorf("JOURNEY_COMPLETED %+v", d)
 	}
+	// The engine's step-done envelope carries the contact's email: the
+	// event is made from it and the journey's name, without reading the
+	// execution (this one has none).
+	gone := schemas.NewID()
+	d = hook(handle(schemas.JourneyStepEnvelope(f.ws, "cause", schemas.JourneyStepDone{ExecutionID: gone, JourneyID: j,
+		Version: 1, ContactID: c, Step: "1", StepType: schemas.StepSendEmail, Outcome: schemas.StepOutcomeSent, At: at,
+		Final: journeys.StateCompleted, Email: "as-read@example.test"})), schemas.TypeWebhookJourneyCompleted, gone)
+	if d.JourneyID != j || d.JourneyName != "Done" || d.Email != "as-read@example.test" || d.ContactID != c || d.Version != 1 {
+		t.Errorf("JOURNEY_COMPLETED from an envelope with the email %+v", d)
+	}
 }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
+	"sendstream/sinks/webhook"
 )
 
 // Names of the stages that announce executions starting and completing.
@@ -41,15 +43,23 @@ func init() {
 // JOURNEY_COMPLETED. Ids are derived from the execution id, so every
 // redelivery returns the same envelope. Handle is safe for concurrent use.
 type Lifecycle struct {
-	store *journeys.Store
+	store    *journeys.Store
+	journeys *webhook.Cache[journeys.Journey] // workspace and id → the journey (JourneyTTL)
 }
+
+// JourneyTTL is how long Lifecycle reuses what it read of a journey for
+// JOURNEY_STARTED (its name): one Postgres read per journey and second
+// instead of one per started execution. A renamed journey's events carry
+// the new name within JourneyTTL; they are asynchronous anyway (an event
+// of an execution started before the rename may be made after it).
+const JourneyTTL = time.Second
 
 var _ pipeline.Stage = (*Lifecycle)(nil)
 
 // NewLifecycle returns the stage, reading journeys and executions from
 // store.
 func NewLifecycle(store *journeys.Store) *Lifecycle {
-	return &Lifecycle{store: store}
+	return &Lifecycle{store: store, journeys: webhook.NewCache[journeys.Journey](JourneyTTL)}
 }
 
 // Handle returns JOURNEY_STARTED or JOURNEY_COMPLETED, or nothing for any
@@ -63,7 +73,7 @@ func (l *Lifecycle) Handle(ctx context.Context, env schemas.Envelope) ([]schemas
 		if err := json.Unmarshal(env.Payload, &p); err != nil {
 			return nil, pipeline.Permanent(fmt.Errorf("%s: envelope %s: decode payload: %w", NameStarted, env.ID, err))
 		}
-		j, err := l.store.Get(ctx, env.Workspace, p.JourneyID)
+		j, err := l.journey(ctx, env.Workspace, p.JourneyID)
 		if errors.Is(err, journeys.ErrNotFound) {
 			return nil, nil
 		}
@@ -81,7 +91,7 @@ func (l *Lifecycle) Handle(ctx context.Context, env schemas.Envelope) ([]schemas
 		if d.Final != journeys.StateCompleted {
 			return nil, nil
 		}
-		info, err := l.store.Info(ctx, env.Workspace, d.ExecutionID)
+		info, err := l.info(ctx, env.Workspace, d)
 		if errors.Is(err, journeys.ErrNotFound) {
 			return nil, nil
 		}
@@ -93,4 +103,26 @@ func (l *Lifecycle) Handle(ctx context.Context, env schemas.Envelope) ([]schemas
 				Version: info.Version, ContactID: info.ContactID, Email: info.Email, OccurredAt: d.At})}, nil
 	}
 	return nil, nil
+}
+
+// journey returns journey id of workspace ws, reusing what it read within
+// JourneyTTL.
+func (l *Lifecycle) journey(ctx context.Context, ws, id string) (journeys.Journey, error) {
+	return l.journeys.Get(ctx, ws+"\x00"+id, func(ctx context.Context) (journeys.Journey, error) {
+		return l.store.Get(ctx, ws, id)
+	})
+}
+
+// info is what JOURNEY_COMPLETED says of the execution of step d: from
+// the step-done envelope and the journey's name when the envelope carries
+// the contact's email (the engine's do), else read from the execution.
+func (l *Lifecycle) info(ctx context.Context, ws string, d schemas.JourneyStepDone) (journeys.ExecutionInfo, error) {
+	if d.Email == "" || d.JourneyID == "" || d.ContactID == "" {
+		return l.store.Info(ctx, ws, d.ExecutionID)
+	}
+	j, err := l.journey(ctx, ws, d.JourneyID)
+	if err != nil {
+		return journeys.ExecutionInfo{}, err
+	}
+	return journeys.ExecutionInfo{JourneyID: d.JourneyID, JourneyName: j.Name, Version: d.Version, ContactID: d.ContactID, Email: d.Email}, nil
 }

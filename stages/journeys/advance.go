@@ -112,7 +112,7 @@ func target(def *schemas.JourneyDefinition, pos string, res stepResult) (next, f
 func stepRunOf(env schemas.Envelope, run journeys.Run, st *schemas.JourneyStep, res stepResult, final string, now time.Time) journeys.StepRun {
 	return journeys.StepRun{ExecutionID: run.ID, Address: run.Position, StepType: st.Type, Outcome: res.outcome,
 		MessageID: res.messageID, Detail: res.detail, Final: final, CauseID: env.ID, DoneAt: now,
-		Workspace: run.Workspace, JourneyID: run.JourneyID, Version: run.Version, ContactID: run.ContactID}
+		Workspace: run.Workspace, JourneyID: run.JourneyID, Version: run.Version, ContactID: run.ContactID, Email: run.Email}
 }
 
 // after is run as a committed step left it: at pos, waiting for nothing;

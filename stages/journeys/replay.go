@@ -17,7 +17,7 @@ func stepEnvelope(r journeys.StepRun) schemas.Envelope {
 	return schemas.JourneyStepEnvelope(r.Workspace, r.CauseID, schemas.JourneyStepDone{
 		ExecutionID: r.ExecutionID, JourneyID: r.JourneyID, Version: r.Version, ContactID: r.ContactID,
 		Step: r.Address, StepType: r.StepType, Outcome: r.Outcome, MessageID: r.MessageID, Detail: r.Detail,
-		At: r.DoneAt, Final: r.Final})
+		At: r.DoneAt, Final: r.Final, Email: r.Email})
 }
 
 // replay returns the outputs of the steps env ran before: their step-done
