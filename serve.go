@@ -325,7 +325,7 @@ func newHTTP(ctx context.Context, cfg Config, res pipeline.Resources, ch driver.
 	if err != nil {
 		return nil, err
 	}
-	srv.Add(dashboard.Routes(dashboard.Deps{Sessions: sessions, Keys: auth.NewStore(res.Postgres),
+	srv.Add(dashboard.Routes(dashboard.Deps{Sessions: sessions, Members: sessions, Keys: auth.NewStore(res.Postgres),
 		Webhooks: hooks, ClickHouse: ch, Publisher: res.Publisher,
 		// OAuth apps through the store of the JSON routes above; the
 		// request log and message-log chart from ClickHouse; the message

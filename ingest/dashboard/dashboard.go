@@ -1,7 +1,7 @@
 // Package dashboard serves the dashboard's server-rendered pages at the
 // site root (html/template with go:embed, plain forms that work without
 // JavaScript): / sends a signed-in member to their first page and anyone
-// else to /login. Pages: API keys, tracking tokens, webhook endpoints
+// else to /login. Pages: API keys, members, tracking tokens, webhook endpoints
 // (with their deliveries and replay), OAuth apps, connected apps, the
 // request log and the message log (htmx and uPlot, vendored and served
 // from /static/, only where they help). A page asked for without a session redirects to
@@ -23,6 +23,7 @@ import (
 
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
+	"sendstream/ingest/members"
 	"sendstream/ingest/oauth"
 	"sendstream/ingest/transactional"
 	"sendstream/ingest/webhooks"
@@ -55,6 +56,10 @@ var (
 type Deps struct {
 	// Sessions resolves the session cookie (members.Store).
 	Sessions ingest.SessionResolver
+	// Members lists, invites and removes the workspace's members (the
+	// store POST /api/invitations and DELETE /api/members/{id} use); nil
+	// makes the members page unavailable.
+	Members *members.Store
 	// Keys creates, lists and deletes API keys (the store the admin CLI
 	// uses, so a deletion reaches every process's credential cache).
 	Keys *auth.Store
@@ -84,7 +89,7 @@ type Deps struct {
 //	POST /settings/api-keys                create a key; the answer shows it once
 //	POST /settings/api-keys/{id}/delete    delete a key; 303 back to the list
 //
-// and the pages each file's route list documents: oauthAppRoutes,
+// and the pages each file's route list documents: memberRoutes, oauthAppRoutes,
 // connectedAppRoutes, requestLogRoutes, messageLogRoutes, tokenRoutes
 // (tracking tokens), webhookRoutes (endpoints, their deliveries and
 // replay), staticRoutes (the embedded htmx and uPlot at /static/{name}).
@@ -95,6 +100,7 @@ func Routes(d Deps) []ingest.Route {
 		{Method: "POST", Path: "/settings/api-keys", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.createKey},
 		{Method: "POST", Path: "/settings/api-keys/{id}/delete", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.deleteKey},
 	}
+	routes = append(routes, d.memberRoutes()...)
 	routes = append(routes, d.oauthAppRoutes()...)
 	routes = append(routes, d.connectedAppRoutes()...)
 	routes = append(routes, d.requestLogRoutes()...)

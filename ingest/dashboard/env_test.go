@@ -28,12 +28,23 @@ import (
 // real HTTP and Postgres, its credential cache fed by a Listener as serve
 // does for each process.
 type env struct {
-	t      *testing.T
-	h      *ingesttest.Harness
-	client *http.Client // never follows redirects
+	t       *testing.T
+	h       *ingesttest.Harness
+	client  *http.Client   // never follows redirects
+	members *members.Store // the server's sessions and members
 }
 
 func start(t *testing.T) *env {
+	t.Helper()
+	return serveDashboard(t, dashboard.Deps{}, nil)
+}
+
+// serveDashboard starts one server with the dashboard built from d (its
+// Sessions and Members a members store on the stack's Postgres, Keys an
+// auth.Store when nil), the sign-in routes, the contacts routes on cs (a
+// new store when nil) and extra, its credential cache fed by a Listener
+// as serve does for each process.
+func serveDashboard(t *testing.T, d dashboard.Deps, cs *contacts.Store, extra ...ingest.Route) *env {
 	t.Helper()
 	pg := stack.PG(t)
 	ms, err := members.New(pg, members.Config{AddressFailures: 1 << 20})
@@ -44,11 +55,20 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := dashboard.Routes(dashboard.Deps{Sessions: ms, Keys: auth.NewStore(pg)})
+	if cs == nil {
+		cs = contacts.NewStore(pg)
+		t.Cleanup(cs.Close)
+	}
+	d.Sessions, d.Members = ms, ms
+	if d.Keys == nil {
+		d.Keys = auth.NewStore(pg)
+	}
+	routes := dashboard.Routes(d)
 	routes = append(routes, members.Routes(ms)...)
-	routes = append(routes, contacts.Routes(contacts.Deps{Store: contacts.NewStore(pg), Signer: signer, SiteURL: "http://site.test"})...)
-	// A cache TTL of a minute: a deleted key fails sooner only through the
-	// invalidation (NOTIFY) that deleting sends.
+	routes = append(routes, contacts.Routes(contacts.Deps{Store: cs, Signer: signer, SiteURL: "http://site.test"})...)
+	routes = append(routes, extra...)
+	// A cache TTL of a minute: a deleted credential fails sooner only
+	// through the invalidation (NOTIFY) that deleting sends.
 	h := ingesttest.StartWith(t, ingesttest.Options{Sessions: ms, Config: ingest.Config{KeyCacheTTL: time.Minute}}, routes...)
 	l := auth.NewListener(h.PG, nil)
 	h.Server.SubscribeCredentials(l)
@@ -63,7 +83,7 @@ func start(t *testing.T) *env {
 	}
 	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	t.Cleanup(c.CloseIdleConnections)
-	return &env{t: t, h: h, client: c}
+	return &env{t: t, h: h, client: c, members: ms}
 }
 
 // adminMember runs `admin member create` as the operator does.

@@ -14,13 +14,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sendstream/deploy/stack"
-	"sendstream/ingest"
-	"sendstream/ingest/auth"
-	"sendstream/ingest/contacts"
 	"sendstream/ingest/dashboard"
 	"sendstream/ingest/events"
-	"sendstream/ingest/ingesttest"
-	"sendstream/ingest/members"
 	"sendstream/ingest/webhooks"
 	"sendstream/pipeline"
 	"sendstream/pipeline/pipelinetest"
@@ -50,14 +45,6 @@ func startHooks(t *testing.T, stages bool) *hooksEnv {
 	t.Helper()
 	pg := stack.PG(t)
 	ch := stack.CH(t)
-	ms, err := members.New(pg, members.Config{AddressFailures: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := contacts.NewSigner("test secret test secret test secret", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hooks, err := webhooks.NewEndpoints(pg, webhooks.AdminSettings{Secret: hooksSecret,
 		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
@@ -68,28 +55,12 @@ func startHooks(t *testing.T, stages bool) *hooksEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(es.Close)
-	// The harness's producer is made inside StartWith; the dashboard gets
-	// it through this indirection.
+	// The harness's producer is made inside serveDashboard; the dashboard
+	// gets it through this indirection.
 	pub := &latePublisher{}
-	routes := dashboard.Routes(dashboard.Deps{Sessions: ms, Keys: auth.NewStore(pg), Webhooks: hooks, ClickHouse: ch, Publisher: pub})
-	routes = append(routes, members.Routes(ms)...)
-	routes = append(routes, contacts.Routes(contacts.Deps{Store: contacts.NewStore(pg), Signer: signer, SiteURL: "http://site.test"})...)
-	routes = append(routes, events.Routes(events.Deps{Store: es})...)
-	// A cache TTL of a minute: a deleted credential fails sooner only
-	// through the invalidation (NOTIFY) that deleting sends.
-	h := ingesttest.StartWith(t, ingesttest.Options{Sessions: ms, Config: ingest.Config{KeyCacheTTL: time.Minute}}, routes...)
+	e := serveDashboard(t, dashboard.Deps{Webhooks: hooks, ClickHouse: ch, Publisher: pub}, nil, events.Routes(events.Deps{Store: es})...)
+	h := e.h
 	pub.set(h.Publisher)
-	l := auth.NewListener(h.PG, nil)
-	h.Server.SubscribeCredentials(l)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); l.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := l.WaitListening(wctx); err != nil {
-		t.Fatal(err)
-	}
 	if stages {
 		var run []pipeline.Registered
 		for _, name := range []string{webhookdelivery.Name, webhooklog.Name, webhooklog.BodiesName} {
@@ -108,9 +79,7 @@ func startHooks(t *testing.T, stages bool) *hooksEnv {
 			JoinGroupBackoff: 100 * time.Millisecond,
 		})
 	}
-	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	t.Cleanup(c.CloseIdleConnections)
-	return &hooksEnv{env: &env{t: t, h: h, client: c}, ch: ch, endpoints: hooks.Store()}
+	return &hooksEnv{env: e, ch: ch, endpoints: hooks.Store()}
 }
 
 // latePublisher forwards to a publisher set after it was handed out.

@@ -2,19 +2,14 @@ package dashboard_test
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sendstream/deploy/stack"
-	"sendstream/ingest"
-	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"
 	"sendstream/ingest/dashboard"
-	"sendstream/ingest/ingesttest"
-	"sendstream/ingest/members"
 	"sendstream/ingest/oauth"
 	"sendstream/ingest/transactional"
 	"sendstream/pipeline"
@@ -43,37 +38,16 @@ func startPages(t *testing.T) *pages {
 	t.Helper()
 	pg := stack.PG(t)
 	ch := stack.CH(t)
-	ms, err := members.New(pg, members.Config{AddressFailures: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := contacts.NewSigner("test secret test secret test secret", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cs := contacts.NewStore(pg)
 	t.Cleanup(cs.Close)
 	ost := oauth.NewStore(pg)
 	ts := transactional.NewStore(pg)
 	t.Cleanup(ts.Close)
-	routes := dashboard.Routes(dashboard.Deps{Sessions: ms, Keys: auth.NewStore(pg), OAuth: ost, ClickHouse: ch, Messages: ts})
-	routes = append(routes, members.Routes(ms)...)
-	routes = append(routes, contacts.Routes(contacts.Deps{Store: cs, Signer: signer, SiteURL: "http://site.test"})...)
-	routes = append(routes, oauth.Routes(oauth.Deps{Store: ost, SiteURL: "http://site.test"})...)
+	routes := oauth.Routes(oauth.Deps{Store: ost, SiteURL: "http://site.test"})
 	const secret = "test secret for unsubscribe links"
 	routes = append(routes, transactional.Routes(transactional.Deps{PG: pg, Contacts: cs, Secret: secret})...)
-	h := ingesttest.StartWith(t, ingesttest.Options{Sessions: ms, Config: ingest.Config{KeyCacheTTL: time.Minute}}, routes...)
-	l := auth.NewListener(h.PG, nil)
-	h.Server.SubscribeCredentials(l)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); l.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := l.WaitListening(wctx); err != nil {
-		t.Fatal(err)
-	}
+	e := serveDashboard(t, dashboard.Deps{OAuth: ost, ClickHouse: ch, Messages: ts}, cs, routes...)
+	h := e.h
 	var stages []pipeline.Registered
 	for _, name := range []string{requestlog.Name, messagelog.Name, messagelog.StatusName, delivery.Name} {
 		s, ok := pipeline.Lookup(name)
@@ -90,9 +64,7 @@ func startPages(t *testing.T) *pages {
 		MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
 		JoinGroupBackoff: 100 * time.Millisecond,
 	})
-	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	t.Cleanup(c.CloseIdleConnections)
-	return &pages{env: &env{t: t, h: h, client: c}, ch: ch, oauth: ost, tstore: ts}
+	return &pages{env: e, ch: ch, oauth: ost, tstore: ts}
 }
 
 // waitRequests waits until the request log of ws in ClickHouse holds n

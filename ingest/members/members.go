@@ -120,7 +120,7 @@ func CheckRole(role string, perms []string) error {
 		}
 	}
 	if len(perms) > 0 && role != RoleMember && role != RoleCustom {
-		return fmt.Errorf("role %s takes no --permissions (owner and admin have every permission, support none)", role)
+		return fmt.Errorf("role %s takes no named permissions (owner and admin have every permission, support none)", role)
 	}
 	return nil
 }

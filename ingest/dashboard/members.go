@@ -1,0 +1,200 @@
+package dashboard
+
+import (
+	"errors"
+	"html/template"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"sendstream/ingest"
+	"sendstream/ingest/members"
+)
+
+// The members page (issue 27 item 2): the workspace's members and open
+// invitations; inviting and removing go through members.Store's Invite and
+// RemoveMember, the functions POST /api/invitations and DELETE
+// /api/members/{id} call, so the rules are theirs (members.manage; only
+// an owner invites or removes an owner; never the last owner).
+
+const membersPath = "/settings/members"
+
+var membersTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "layout.html", "members.html"))
+
+// memberRoutes are the members page's routes (Routes lists them):
+//
+//	GET  /settings/members              members and open invitations (every member, support staff)
+//	POST /settings/members              invite; the answer shows the link once (members.manage)
+//	POST /settings/members/{id}/remove  remove a member; 303 back (members.manage)
+func (d Deps) memberRoutes() []ingest.Route {
+	return []ingest.Route{
+		{Method: "GET", Path: membersPath, Credential: ingest.CredNone, Handle: d.membersPage},
+		{Method: "POST", Path: membersPath, Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.inviteMember},
+		{Method: "POST", Path: membersPath + "/{id}/remove", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.removeMember},
+	}
+}
+
+// membersData is what members.html shows.
+type membersData struct {
+	frame
+	Members     []memberRow
+	Invitations []members.Pending
+	CanManage   bool // the forms: members.manage
+	Support     bool // support staff: read-only whatever they hold
+	Roles       []roleOption
+	Perms       []scopeBox
+	Form        inviteForm
+	Invited     *members.Invitation // the new invitation, its link shown once
+}
+
+// memberRow is one listed member and what the viewer may do with it.
+type memberRow struct {
+	members.Listed
+	Self      bool // the viewer
+	Removable bool // a Remove button: members.manage, and an owner only by an owner
+}
+
+type roleOption struct {
+	Name     string
+	Selected bool
+}
+
+type inviteForm struct {
+	Email, Role string
+	Perms       []string
+}
+
+// memberAccess says whether p may invite and remove members (members.manage;
+// support staff never). Every signed-in member may read the page.
+func memberAccess(p ingest.Principal) bool {
+	return members.Can(members.FromPrincipal(p), members.PermMembers)
+}
+
+// memberForbidden is the 403 page of a member who may not change members.
+func memberForbidden(p ingest.Principal) ingest.Result {
+	if members.FromPrincipal(p).Role == members.RoleSupport {
+		return errorPage(p, 403, "Support staff have read-only access: members cannot be invited or removed.")
+	}
+	return errorPage(p, 403, "Inviting and removing members needs the members.manage permission; ask an owner or admin.")
+}
+
+// signedInMember resolves the member of a members route; ok false means
+// res is the answer (to /login, 503 or 403).
+func (d Deps) signedInMember(c *ingest.Call, write bool) (p ingest.Principal, res ingest.Result, ok bool) {
+	if d.Members == nil {
+		return p, unavailable(), false
+	}
+	p, err := d.member(c)
+	switch {
+	case errors.Is(err, errNoSession):
+		return p, toLogin(membersPath), false
+	case err != nil:
+		return p, unavailable(), false
+	}
+	if write && !memberAccess(p) {
+		return p, memberForbidden(p), false
+	}
+	return p, ingest.Result{}, true
+}
+
+// membersPageWith lists the members and invitations around data's form
+// state; status is the answer's.
+func (d Deps) membersPageWith(c *ingest.Call, p ingest.Principal, status int, data membersData) ingest.Result {
+	list, err := d.Members.ListMembers(c.Ctx, p.Workspace)
+	if err != nil {
+		return unavailable()
+	}
+	invs, err := d.Members.ListInvitations(c.Ctx, p.Workspace, time.Now())
+	if err != nil {
+		return unavailable()
+	}
+	msg := data.Error
+	data.frame = frameOf(p, "Members")
+	data.Error = msg
+	me := members.FromPrincipal(p)
+	data.CanManage, data.Support = memberAccess(p), me.Role == members.RoleSupport
+	for _, m := range list {
+		data.Members = append(data.Members, memberRow{Listed: m, Self: m.ID == me.ID,
+			Removable: data.CanManage && (m.Role != members.RoleOwner || me.Role == members.RoleOwner)})
+	}
+	data.Invitations = invs
+	if data.Form.Role == "" {
+		data.Form.Role = members.RoleMember
+	}
+	for _, r := range members.Roles {
+		if r != members.RoleOwner || me.Role == members.RoleOwner {
+			data.Roles = append(data.Roles, roleOption{Name: r, Selected: r == data.Form.Role})
+		}
+	}
+	for _, perm := range members.Permissions {
+		data.Perms = append(data.Perms, scopeBox{Name: perm, Checked: slices.Contains(data.Form.Perms, perm)})
+	}
+	return render(membersTmpl, status, data)
+}
+
+func (d Deps) membersPage(c *ingest.Call) ingest.Result {
+	p, res, ok := d.signedInMember(c, false)
+	if !ok {
+		return res
+	}
+	return d.membersPageWith(c, p, 200, membersData{})
+}
+
+func (d Deps) inviteMember(c *ingest.Call) ingest.Result {
+	p, res, ok := d.signedInMember(c, true)
+	if !ok {
+		return res
+	}
+	form, err := url.ParseQuery(string(c.Body))
+	if err != nil {
+		return d.membersPageWith(c, p, 400, membersData{frame: frame{Error: "The form could not be read; try again."}})
+	}
+	f := inviteForm{Email: strings.TrimSpace(form.Get("email")), Role: form.Get("role"), Perms: form["permission"]}
+	inv, err := d.Members.Invite(c.Ctx, members.FromPrincipal(p), f.Email, f.Role, f.Perms, time.Now())
+	switch {
+	case err == nil:
+		return d.membersPageWith(c, p, 200, membersData{Invited: &inv})
+	case errors.Is(err, members.ErrForbidden):
+		return d.membersPageWith(c, p, 403, membersData{frame: frame{Error: inWords(err, members.ErrForbidden)}, Form: f})
+	case errors.Is(err, members.ErrInvalid):
+		return d.membersPageWith(c, p, 400, membersData{frame: frame{Error: inWords(err, members.ErrInvalid)}, Form: f})
+	}
+	return unavailable()
+}
+
+func (d Deps) removeMember(c *ingest.Call) ingest.Result {
+	p, res, ok := d.signedInMember(c, true)
+	if !ok {
+		return res
+	}
+	err := d.Members.RemoveMember(c.Ctx, members.FromPrincipal(p), c.Params["id"])
+	switch {
+	case err == nil:
+		return redirect(membersPath)
+	case errors.Is(err, members.ErrNotFound):
+		return d.membersPageWith(c, p, 404, membersData{frame: frame{Error: "No such member in this workspace (already removed?)."}})
+	case errors.Is(err, members.ErrForbidden):
+		return d.membersPageWith(c, p, 403, membersData{frame: frame{Error: inWords(err, members.ErrForbidden)}})
+	case errors.Is(err, members.ErrInvalid):
+		return d.membersPageWith(c, p, 400, membersData{frame: frame{Error: inWords(err, members.ErrInvalid)}})
+	}
+	return unavailable()
+}
+
+// inWords is a store refusal as a sentence: without the sentinel's
+// prefix ("not allowed: ", "invalid: "), capitalised, with a full stop.
+func inWords(err, sentinel error) string {
+	s := err.Error()
+	if i := strings.Index(s, sentinel.Error()+": "); i >= 0 {
+		s = s[i+len(sentinel.Error())+2:]
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	s = string(unicode.ToUpper(r)) + s[n:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
