@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -124,36 +123,57 @@ type Advance struct {
 // path); Recorded is false when the step was recorded before.
 type Advanced struct{ Locked, Recorded bool }
 
-// AdvanceAll runs each Advance as one statement (engine_advance.sql):
-// when the execution is still active at Step.Address of an active
-// journey, waiting for a wait that ended (WakeEnded) or not waiting, it
-// locks the execution, records the step and moves it to Next or finishes
-// it in Step.Final together, as LockRun, RecordStep and Move/Finish do in
-// one transaction. All go in one round trip (one implicit transaction:
-// an error fails them all, and none is written), locking executions in id
-// order so that two batches never wait for each other in a cycle.
+// AdvanceAll runs many Advances in one statement (engine_advance.sql):
+// for each, when the execution is still active at Step.Address of an
+// active journey, waiting for a wait that ended (WakeEnded) or not
+// waiting, it locks the execution, records the step and moves it to Next
+// or finishes it in Step.Final together, as LockRun, RecordStep and
+// Move/Finish do in one transaction. The statement is one implicit
+// transaction (an error fails them all, and none is written) and locks
+// executions in id order, so that two never wait for each other in a
+// cycle. Of several Advances of one execution only the first goes in; the
+// others answer not Locked (the caller's general path looks).
 func (s *Store) AdvanceAll(ctx context.Context, in []Advance) ([]Advanced, error) {
-	order := make([]int, len(in))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(a, b int) bool { return in[order[a]].Step.ExecutionID < in[order[b]].Step.ExecutionID })
-	b := &pgx.Batch{}
-	for _, i := range order {
-		a := in[i].Step
-		b.Queue(sqlEngineAdvance, a.ExecutionID, a.Address, in[i].WakeEnded, a.StepType, a.Outcome, nullable(a.MessageID),
-			nullable(a.Detail), nullable(a.Final), a.CauseID, nullable(in[i].Next), a.DoneAt)
-	}
-	br := s.pg.SendBatch(ctx, b)
-	defer br.Close()
 	out := make([]Advanced, len(in))
-	for _, i := range order {
-		if err := br.QueryRow().Scan(&out[i].Locked, &out[i].Recorded); err != nil {
-			return nil, fmt.Errorf("step %s of execution %s: %w", in[i].Step.Address, in[i].Step.ExecutionID, err)
+	n := len(in)
+	ids, addr, typ, outcome, msg, detail, final, cause, next := make([]string, 0, n), make([]string, 0, n),
+		make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n),
+		make([]string, 0, n), make([]string, 0, n)
+	wake, at := make([]bool, 0, n), make([]time.Time, 0, n)
+	idx := make([]int, 0, n)
+	seen := make(map[string]bool, n)
+	for i, a := range in {
+		st := a.Step
+		if seen[st.ExecutionID] {
+			continue
 		}
+		seen[st.ExecutionID] = true
+		idx = append(idx, i)
+		ids, addr, wake, typ = append(ids, st.ExecutionID), append(addr, st.Address), append(wake, a.WakeEnded), append(typ, st.StepType)
+		outcome, msg, detail, final = append(outcome, st.Outcome), append(msg, st.MessageID), append(detail, st.Detail), append(final, st.Final)
+		cause, next, at = append(cause, st.CauseID), append(next, a.Next), append(at, st.DoneAt)
 	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("advance executions: %w", err)
+	rows, err := s.pg.Query(ctx, sqlEngineAdvance, ids, addr, wake, typ, outcome, msg, detail, final, cause, next, at)
+	if err != nil {
+		return nil, fmt.Errorf("advance %d executions: %w", len(ids), err)
+	}
+	defer rows.Close()
+	k := 0
+	for rows.Next() {
+		if k >= len(idx) {
+			return nil, fmt.Errorf("advance %d executions: more answers than steps", len(ids))
+		}
+		a := &out[idx[k]]
+		if err := rows.Scan(&a.Locked, &a.Recorded); err != nil {
+			return nil, fmt.Errorf("advance %d executions: %w", len(ids), err)
+		}
+		k++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("advance %d executions: %w", len(ids), err)
+	}
+	if k != len(idx) {
+		return nil, fmt.Errorf("advance %d executions: %d answers", len(ids), k)
 	}
 	return out, nil
 }

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"sendstream/schemas"
+	"sendstream/sinks/journeys"
 )
 
 const waitThenSend = `{"name":"S","status":"active","reentry":"always","trigger":{"type":"api_event"},
@@ -109,5 +112,59 @@ func TestConcurrentWakeUpsShareStatements(t *testing.T) {
 	}
 	if runs != 2*n {
 		t.Errorf("%d step runs recorded, want %d", runs, 2*n)
+	}
+}
+
+// TestOneContactsExecutionsEndTogether: several executions of one contact
+// on an always journey wake and complete at once (their steps share
+// statements): each completes, and the contact's re-entry guard counts
+// none running afterwards (each ending released it once).
+func TestOneContactsExecutionsEndTogether(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	j := f.journey(t, waitThenSend)
+	first := f.start(t, j, `{}`)
+	var p schemas.JourneyExecutionStarted
+	_ = json.Unmarshal(first.Payload, &p)
+	started := []schemas.Envelope{first}
+	for range 5 {
+		var env schemas.Envelope
+		if err := pgx.BeginFunc(ctx, f.pg, func(tx pgx.Tx) error {
+			e, err := f.store.Start(ctx, tx, journeys.StartInput{Workspace: f.ws, JourneyID: j, Trigger: schemas.TriggerAPIEvent,
+				Email: p.Email, ExecutionID: schemas.NewID(), Data: json.RawMessage(`{}`)})
+			env = journeys.StartedEnvelope(e, "test")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		started = append(started, env)
+	}
+	var wakes []schemas.Envelope
+	for _, env := range started {
+		f.handle(t, env)
+		w, _ := f.sched.last(t)
+		wakes = append(wakes, w)
+	}
+	f.clock.set(f.clock.now().Add(time.Hour))
+	var wg sync.WaitGroup
+	for _, w := range wakes {
+		wg.Go(func() {
+			if _, err := f.stage.Handle(ctx, w); err != nil {
+				t.Errorf("handle %s: %v", w.ID, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, env := range started {
+		if st, _, _ := f.state(t, env); st != "completed" {
+			t.Errorf("execution %d: %s, want completed", i, st)
+		}
+	}
+	var entries, running int64
+	if err := f.pg.QueryRow(ctx, `SELECT entries, running FROM journey_entries WHERE journey_id = $1`, j).Scan(&entries, &running); err != nil {
+		t.Fatal(err)
+	}
+	if entries != int64(len(started)) || running != 0 {
+		t.Errorf("guard: %d entries, %d running; want %d entries, none running", entries, running, len(started))
 	}
 }

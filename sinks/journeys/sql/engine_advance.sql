@@ -1,36 +1,53 @@
--- One step of execution $1 in one statement (its own transaction): lock
--- the execution if it is still active at step $2 of an active journey,
+-- Steps of many executions in one statement (AdvanceAll): element i of
+-- the arrays is one step of execution $1 at step $2; for each, lock the
+-- execution if it is still active at that step of an active journey,
 -- waiting ($3 true: for a wait that ended at or before $11) or not ($3
 -- false: next_wake_at null); then record the step (type $4, outcome $5,
--- message $6, detail $7, final state $8, run by envelope $9, at $11) and
--- move the execution to $10 or, when $8 is not null, finish it in state $8
--- and release its re-entry guard (as finish.sql). Returns whether the
--- execution was locked as expected and whether the step was recorded: a
--- row lock, the record and the move commit together, as LockRun,
--- RecordStep and Move/Finish do in one transaction.
-WITH cur AS (
+-- message $6, detail $7, final state $8, run by envelope $9, at $11; ''
+-- for none) and move the execution to $10 or, when $8 is not '', finish
+-- it in state $8 and release its re-entry guard (as finish.sql).
+-- Executions are locked in id order, so two statements never wait for
+-- each other in a cycle; no two elements may name one execution. Returns,
+-- per element in order, whether the execution was locked as expected and
+-- whether the step was recorded: each row lock, record and move commit
+-- together, as LockRun, RecordStep and Move/Finish do in one transaction.
+WITH input AS (
+    SELECT u.*
+      FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                  $9::text[], $10::text[], $11::timestamptz[])
+           WITH ORDINALITY AS u(id, address, wake_ended, step_type, outcome, message_id, detail, final, cause_id, next, done_at, ord)
+), cur AS (
     SELECT e.id
       FROM journey_executions e
+      JOIN input i ON i.id = e.id
       JOIN journeys j ON j.id = e.journey_id
-     WHERE e.id = $1 AND e.state = 'active' AND e.position = $2 AND j.status = 'active'
-       AND CASE WHEN $3::boolean THEN e.next_wake_at <= $11 ELSE e.next_wake_at IS NULL END
+     WHERE e.state = 'active' AND e.position = i.address AND j.status = 'active'
+       AND CASE WHEN i.wake_ended THEN e.next_wake_at <= i.done_at ELSE e.next_wake_at IS NULL END
+     ORDER BY e.id
        FOR UPDATE OF e
 ), rec AS (
     INSERT INTO journey_step_runs (execution_id, address, step_type, outcome, message_id, detail, final_state, cause_id, done_at)
-    SELECT cur.id, $2, $4, $5, $6, $7, $8, $9, $11 FROM cur
+    SELECT i.id, i.address, i.step_type, i.outcome, nullif(i.message_id, ''), nullif(i.detail, ''), nullif(i.final, ''),
+           i.cause_id, i.done_at
+      FROM cur JOIN input i ON i.id = cur.id
+     ORDER BY i.ord
     ON CONFLICT (execution_id, address) DO NOTHING
     RETURNING execution_id
 ), moved AS (
     UPDATE journey_executions x
-       SET position = coalesce($10, x.position), next_wake_at = NULL, wait_event = NULL, updated_at = $11,
-           state = coalesce($8, x.state),
-           finished_at = CASE WHEN $8::text IS NULL THEN x.finished_at ELSE $11 END
-      FROM rec
+       SET position = coalesce(nullif(i.next, ''), x.position), next_wake_at = NULL, wait_event = NULL, updated_at = i.done_at,
+           state = coalesce(nullif(i.final, ''), x.state),
+           finished_at = CASE WHEN i.final = '' THEN x.finished_at ELSE i.done_at END
+      FROM rec JOIN input i ON i.id = rec.execution_id
      WHERE x.id = rec.execution_id AND x.state = 'active'
-    RETURNING x.journey_id, x.contact_id
+    RETURNING x.journey_id, x.contact_id, i.final
 ), entry AS (
-    UPDATE journey_entries n SET running = n.running - 1
-      FROM moved
-     WHERE $8::text IS NOT NULL AND n.journey_id = moved.journey_id AND n.contact_id = moved.contact_id
+    UPDATE journey_entries n SET running = n.running - f.ended
+      FROM (SELECT journey_id, contact_id, count(*) AS ended FROM moved WHERE final <> '' GROUP BY journey_id, contact_id) f
+     WHERE n.journey_id = f.journey_id AND n.contact_id = f.contact_id
 )
-SELECT (SELECT count(*) FROM cur) > 0, (SELECT count(*) FROM rec) > 0
+SELECT cur.id IS NOT NULL, rec.execution_id IS NOT NULL
+  FROM input i
+  LEFT JOIN cur ON cur.id = i.id
+  LEFT JOIN rec ON rec.execution_id = i.id
+ ORDER BY i.ord
