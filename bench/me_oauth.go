@@ -17,10 +17,14 @@ import (
 // key.
 const meOAuthMinRatio = 0.95
 
+// meOAuthScopes are the scopes of both credentials.
+const meOAuthScopes = "contacts:read"
+
 // me-oauth: issue 27's benchmark. Both sides are the system: the same GET
-// /api/v1/me through auth, limits and the request log, once with the bench
-// workspace's API key and once with an OAuth access token (client
-// credentials of an app the bench creates), in alternating pairs within
+// /api/v1/me through auth, limits and the request log, once with an API key
+// and once with an OAuth access token (client credentials of an app the
+// bench creates), both with the scopes meOAuthScopes so the answers differ
+// only by the token's app and member, in alternating pairs within
 // one run. The API-key side plays the baseline of harness.Pairing (a pair
 // counts when its key rate is within 25% of the running median and the
 // two sides' steal differ by at most 10 points); the ratio is token rate /
@@ -39,8 +43,10 @@ func init() {
 	})
 }
 
-// meOAuthToken is the access token Setup obtained.
-var meOAuthToken string
+// meOAuthToken is the access token Setup obtained; meScopedKey an API key
+// with the same scopes, so both sides make the same call with the same
+// authority (a full-access key's answer lists no scopes).
+var meOAuthToken, meScopedKey string
 
 func meRequest(s *harness.System, credential string) *load.Request {
 	return &load.Request{Method: "GET", URL: s.BaseURL + "/api/v1/me",
@@ -58,9 +64,14 @@ func meOAuthSetup(ctx context.Context, s *harness.System) error {
 	}
 	var app struct{ ClientID, ClientSecret string }
 	if err := s.Admin(ctx, &app, "oauth-app", "create", "--workspace", s.WorkspaceID, "--name", "bench", "--type", "confidential",
-		"--grants", "client_credentials", "--scopes", "contacts:read", "--created-by", m.ID); err != nil {
+		"--grants", "client_credentials", "--scopes", meOAuthScopes, "--created-by", m.ID); err != nil {
 		return fmt.Errorf("me-oauth: app: %w", err)
 	}
+	var key struct{ Key string }
+	if err := s.Admin(ctx, &key, "apikey", "create", "--workspace", s.WorkspaceID, "--name", "bench contacts:read", "--scopes", meOAuthScopes); err != nil {
+		return fmt.Errorf("me-oauth: scoped key: %w", err)
+	}
+	meScopedKey = key.Key
 	form := url.Values{"grant_type": {"client_credentials"}}
 	req, err := http.NewRequestWithContext(ctx, "POST", s.BaseURL+"/api/oauth/token", strings.NewReader(form.Encode()))
 	if err != nil {
@@ -105,10 +116,10 @@ func meOAuthMeasure(ctx context.Context, s *harness.System, c *harness.CustomRun
 }
 
 func meOAuthRun(ctx context.Context, s *harness.System, c *harness.CustomRun) error {
-	if meOAuthToken == "" {
+	if meOAuthToken == "" || meScopedKey == "" {
 		return fmt.Errorf("me-oauth: no access token (Setup did not run)")
 	}
-	keyReq, tokReq := meRequest(s, s.APIKey), meRequest(s, meOAuthToken)
+	keyReq, tokReq := meRequest(s, meScopedKey), meRequest(s, meOAuthToken)
 	pairing := harness.NewPairing(max(c.Pairs, 1))
 	var failed uint64
 	for attempt := 1; !pairing.Done(); attempt++ {
