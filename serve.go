@@ -25,6 +25,7 @@ import (
 	"sendstream/deploy/profiling"
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
+	"sendstream/ingest/contacts"
 	"sendstream/ingest/dashboard"
 	"sendstream/ingest/members"
 	"sendstream/ingest/oauth"
@@ -299,6 +300,13 @@ func newHTTP(ctx context.Context, cfg Config, res pipeline.Resources, ch driver.
 	if err != nil {
 		return nil, err
 	}
+	// Invitation emails are written to the contacts outbox with their
+	// invitation (this process's scope, so its relay publishes what a
+	// request left behind).
+	inviteOutbox := contacts.NewStore(res.Postgres)
+	inviteOutbox.SetOutboxScope(cfg.TopicPrefix)
+	context.AfterFunc(ctx, inviteOutbox.Close)
+	sessions.SetOutbox(inviteOutbox)
 	srv, err := ingest.New(ingest.Config{SiteURL: cfg.SiteURL, KeyCacheTTL: cfg.KeyCacheTTL, MetricsToken: cfg.MetricsToken}, ingest.Deps{
 		PG: res.Postgres, Publisher: res.Publisher, Logger: res.Logger, Sessions: sessions,
 		Ready: func(ctx context.Context) error { return ready(ctx, cfg, res.Postgres, ch) },

@@ -15,10 +15,12 @@ import (
 )
 
 // The members page (issue 27 item 2): the workspace's members and open
-// invitations; inviting and removing go through members.Store's Invite and
-// RemoveMember, the functions POST /api/invitations and DELETE
+// invitations; inviting, revoking and removing go through members.Store's
+// Invite, RevokeInvitation and RemoveMember, the functions POST
+// /api/invitations, DELETE /api/invitations/{id} and DELETE
 // /api/members/{id} call, so the rules are theirs (members.manage; only
-// an owner invites or removes an owner; never the last owner).
+// an owner invites, revokes or removes an owner; never the last owner; an
+// invitation's email is stored with it and published before the answer).
 
 const membersPath = "/settings/members"
 
@@ -27,12 +29,14 @@ var membersTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "la
 // memberRoutes are the members page's routes (Routes lists them):
 //
 //	GET  /settings/members              members and open invitations (every member, support staff)
-//	POST /settings/members              invite; the answer shows the link once (members.manage)
+//	POST /settings/members              invite and email the link; the answer shows it once (members.manage)
+//	POST /settings/members/invitations/{id}/revoke  revoke a pending invitation; 303 back (members.manage)
 //	POST /settings/members/{id}/remove  remove a member; 303 back (members.manage)
 func (d Deps) memberRoutes() []ingest.Route {
 	return []ingest.Route{
 		{Method: "GET", Path: membersPath, Credential: ingest.CredNone, Handle: d.membersPage},
 		{Method: "POST", Path: membersPath, Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.inviteMember},
+		{Method: "POST", Path: membersPath + "/invitations/{id}/revoke", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.revokeInvitation},
 		{Method: "POST", Path: membersPath + "/{id}/remove", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.removeMember},
 	}
 }
@@ -156,7 +160,7 @@ func (d Deps) inviteMember(c *ingest.Call) ingest.Result {
 	inv, err := d.Members.Invite(c.Ctx, members.FromPrincipal(p), f.Email, f.Role, f.Perms, time.Now())
 	switch {
 	case err == nil:
-		return d.membersPageWith(c, p, 200, membersData{Invited: &inv})
+		return inv.Announce(d.membersPageWith(c, p, 200, membersData{Invited: &inv}))
 	case errors.Is(err, members.ErrForbidden):
 		return d.membersPageWith(c, p, 403, membersData{frame: frame{Error: inWords(err, members.ErrForbidden)}, Form: f})
 	case errors.Is(err, members.ErrInvalid):
@@ -180,6 +184,23 @@ func (d Deps) removeMember(c *ingest.Call) ingest.Result {
 		return d.membersPageWith(c, p, 403, membersData{frame: frame{Error: inWords(err, members.ErrForbidden)}})
 	case errors.Is(err, members.ErrInvalid):
 		return d.membersPageWith(c, p, 400, membersData{frame: frame{Error: inWords(err, members.ErrInvalid)}})
+	}
+	return unavailable()
+}
+
+func (d Deps) revokeInvitation(c *ingest.Call) ingest.Result {
+	p, res, ok := d.signedInMember(c, true)
+	if !ok {
+		return res
+	}
+	err := d.Members.RevokeInvitation(c.Ctx, members.FromPrincipal(p), c.Params["id"])
+	switch {
+	case err == nil:
+		return redirect(membersPath)
+	case errors.Is(err, members.ErrNoInvitation):
+		return d.membersPageWith(c, p, 404, membersData{frame: frame{Error: "No pending invitation of this id in this workspace (already accepted or revoked?)."}})
+	case errors.Is(err, members.ErrForbidden):
+		return d.membersPageWith(c, p, 403, membersData{frame: frame{Error: inWords(err, members.ErrForbidden)}})
 	}
 	return unavailable()
 }

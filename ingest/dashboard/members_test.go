@@ -96,8 +96,8 @@ func TestMemberInvitedAcceptsAndSignsIn(t *testing.T) {
 	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("the page showing the link has Cache-Control %q, want no-store", cc)
 	}
-	if !strings.Contains(body, "does not email invitations") {
-		t.Error("the answer does not say the invitation is not emailed")
+	if !strings.Contains(body, "No email was sent: invitation emails are not configured on this server") {
+		t.Error("the answer does not say why the invitation was not emailed")
 	}
 	link, err := url.Parse(m[1])
 	if err != nil || link.Path != "/invitation" || link.Query().Get("token") == "" {

@@ -32,6 +32,7 @@ type pages struct {
 	ch     driver.Conn
 	oauth  *oauth.Store
 	tstore *transactional.Store
+	smtp   *smtptest.Server // where the delivery stage sends
 }
 
 func startPages(t *testing.T) *pages {
@@ -64,7 +65,7 @@ func startPages(t *testing.T) *pages {
 		MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, HeartbeatInterval: 500 * time.Millisecond,
 		JoinGroupBackoff: 100 * time.Millisecond,
 	})
-	return &pages{env: e, ch: ch, oauth: ost, tstore: ts}
+	return &pages{env: e, ch: ch, oauth: ost, tstore: ts, smtp: smtp}
 }
 
 // waitRequests waits until the request log of ws in ClickHouse holds n

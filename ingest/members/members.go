@@ -1,8 +1,10 @@
 // Package members holds the people who use the dashboard: logins (one
 // email and argon2id password per person), their memberships of workspaces
 // with a role and named permissions, server-side sessions, sign-in
-// throttling, invitations, and the sign-in pages and internal /api/session
-// routes. Can is the permission check every dashboard route uses.
+// throttling, invitations (emailed to the invitee through the transactional
+// path in the invitation's transaction, mail.go), and the sign-in pages
+// and internal /api/session routes. Can is the permission check every
+// dashboard route uses.
 package members
 
 import (

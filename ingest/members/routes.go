@@ -33,7 +33,8 @@ type page struct {
 //	POST /logout                 revoke the session; 303 to /login
 //	GET  /invitation, POST /invitation   accept an invitation (form)
 //	GET  /api/session            the signed-in member (session only)
-//	POST /api/invitations        invite a member (members.manage)
+//	POST /api/invitations        invite a member and email the link (members.manage)
+//	DELETE /api/invitations/{id} revoke a pending invitation (members.manage)
 //	DELETE /api/members/{id}     remove a member (members.manage)
 //
 // The form posts are refused cross-origin (Route.SameOrigin), and the
@@ -49,6 +50,7 @@ func Routes(s *Store) []ingest.Route {
 		{Method: "POST", Path: "/invitation", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: s.acceptInvitation},
 		{Method: "GET", Path: "/api/session", Credential: ingest.CredSession, Handle: session},
 		{Method: "POST", Path: "/api/invitations", Credential: ingest.CredSession, Handle: s.invite},
+		{Method: "DELETE", Path: "/api/invitations/{id}", Credential: ingest.CredSession, Handle: s.revokeInvitation},
 		{Method: "DELETE", Path: "/api/members/{id}", Credential: ingest.CredSession, Handle: s.removeMember},
 	}
 }
@@ -99,6 +101,13 @@ func (s *Store) invitationPage(c *ingest.Call) ingest.Result {
 	tok := c.Query("token")
 	if tok == "" {
 		return render(400, page{Error: "This invitation link is incomplete."})
+	}
+	open, err := s.OpenInvitation(c.Ctx, tok, time.Now())
+	switch {
+	case err != nil:
+		return render(503, page{Error: "Joining is unavailable right now; try again later."})
+	case !open:
+		return render(400, page{Error: "This invitation is unknown, was revoked, used or has expired; ask for a new one."})
 	}
 	return render(200, page{Token: tok})
 }
@@ -171,7 +180,7 @@ func (s *Store) invite(c *ingest.Call) ingest.Result {
 	inv, err := s.Invite(c.Ctx, m, req.Email, req.Role, req.Permissions, time.Now())
 	switch {
 	case err == nil:
-		return ingest.OK(201, inv)
+		return inv.Announce(ingest.OK(201, inv))
 	case errors.Is(err, ErrForbidden):
 		return ingest.Fail(403, "forbidden", err.Error())
 	case errors.Is(err, ErrInvalid):

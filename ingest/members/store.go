@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,8 +25,6 @@ var (
 	sqlCreateLogin string
 	//go:embed sql/create_member.sql
 	sqlCreateMember string
-	//go:embed sql/create_invitation.sql
-	sqlCreateInvitation string
 	//go:embed sql/find_invitation.sql
 	sqlFindInvitation string
 	//go:embed sql/accept_invitation.sql
@@ -50,6 +49,8 @@ type Store struct {
 	cfg    Config
 	hasher *Hasher
 	secure bool // the site is https: Secure cookies
+	// outbox carries invitation emails (SetOutbox); nil: none are sent.
+	outbox atomic.Pointer[outboxRef]
 }
 
 // New returns a Store on pg; it hashes a dummy password once (Hasher).
@@ -146,47 +147,6 @@ func (s *Store) loginFor(ctx context.Context, email, password string) (newLogin,
 	return newLogin{id: id}, nil
 }
 
-// Invitation is an invitation just created; Token is shown once.
-type Invitation struct {
-	ID        string    `json:"id"`
-	Email     string    `json:"email"`
-	Role      string    `json:"role"`
-	Token     string    `json:"token"`
-	AcceptURL string    `json:"acceptUrl"`
-	ExpiresAt time.Time `json:"expiresAt"`
-}
-
-// Invite creates an invitation to by's workspace. by needs PermMembers,
-// and only an owner may invite an owner.
-func (s *Store) Invite(ctx context.Context, by Member, email, role string, perms []string, now time.Time) (Invitation, error) {
-	if !Can(by, PermMembers) {
-		return Invitation{}, fmt.Errorf("%w: inviting members needs the %s permission", ErrForbidden, PermMembers)
-	}
-	if role == RoleOwner && by.Role != RoleOwner {
-		return Invitation{}, fmt.Errorf("%w: only an owner may invite an owner", ErrForbidden)
-	}
-	norm, err := schemas.NormalizeEmail(email)
-	if err != nil {
-		return Invitation{}, fmt.Errorf("%w: email %q %v", ErrInvalid, email, err)
-	}
-	if err := CheckRole(role, perms); err != nil {
-		return Invitation{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	if perms == nil {
-		perms = []string{}
-	}
-	tok, hash, err := newSecret()
-	if err != nil {
-		return Invitation{}, err
-	}
-	inv := Invitation{ID: schemas.NewID(), Email: norm, Role: role, Token: tok,
-		AcceptURL: s.cfg.SiteURL + "/invitation?token=" + tok, ExpiresAt: now.Add(s.cfg.InvitationTTL).UTC()}
-	if _, err := s.pg.Exec(ctx, sqlCreateInvitation, inv.ID, by.Workspace, norm, role, perms, hash[:], by.ID, inv.ExpiresAt); err != nil {
-		return Invitation{}, fmt.Errorf("create invitation in workspace %s: %w", by.Workspace, err)
-	}
-	return inv, nil
-}
-
 // AcceptInvitation turns an open invitation into a membership (creating
 // the invitee's login with password, or checking it against the existing
 // login) and returns the member id and the invitee's email. An unknown,
@@ -197,7 +157,7 @@ func (s *Store) AcceptInvitation(ctx context.Context, token, password string, no
 	var perms []string
 	err = s.pg.QueryRow(ctx, sqlFindInvitation, h[:], now).Scan(&id, &ws, &email, &role, &perms)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", "", fmt.Errorf("%w: the invitation is unknown, used or expired", ErrInvalid)
+		return "", "", fmt.Errorf("%w: the invitation is unknown, revoked, used or expired", ErrInvalid)
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("find invitation: %w", err)
@@ -210,6 +170,22 @@ func (s *Store) AcceptInvitation(ctx context.Context, token, password string, no
 		return "", "", fmt.Errorf("mark invitation %s accepted: %w", id, err)
 	}
 	return memberID, email, nil
+}
+
+// OpenInvitation reports whether token is an invitation that can still
+// be accepted at now (not revoked, used or expired).
+func (s *Store) OpenInvitation(ctx context.Context, token string, now time.Time) (bool, error) {
+	h := sha256.Sum256([]byte(token))
+	var id, ws, email, role string
+	var perms []string
+	err := s.pg.QueryRow(ctx, sqlFindInvitation, h[:], now).Scan(&id, &ws, &email, &role, &perms)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find invitation: %w", err)
+	}
+	return true, nil
 }
 
 // newSecret returns a random token (32 bytes, base64url) and its SHA-256.
