@@ -2,6 +2,7 @@ package journeys_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -53,5 +54,42 @@ func TestAdvanceAllEndsOneContactsExecutionsTogether(t *testing.T) {
 	}
 	if entries != 6 || running != 0 || completed != 6 {
 		t.Errorf("%d entries, %d running, %d completed; want 6, 0, 6", entries, running, completed)
+	}
+}
+
+// TestPeekRunsInOneStatement: PeekRuns answers each key in order: a
+// missing execution ErrNotFound, an execution read for two envelopes
+// twice, Ran only for the envelope whose handling recorded a step.
+func TestPeekRunsInOneStatement(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	j, _, err := f.store.Create(ctx, f.ws, f.def(t, `{"name":"R","status":"active","reentry":"always","trigger":{"type":"api_event"},"steps":[{"type":"exit"},{"type":"exit"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.contact(t, "p@example.com", "ACTIVE")
+	execs, _ := f.startMany(t, []journeys.StartInput{{Workspace: f.ws, JourneyID: j.ID, Trigger: "api_event", Email: "p@example.com", ExecutionID: schemas.NewID()}})
+	e := execs[0]
+	if _, err := f.store.AdvanceAll(ctx, []journeys.Advance{{Step: journeys.StepRun{ExecutionID: e.ID, Address: "0", StepType: schemas.StepExit,
+		Outcome: schemas.StepOutcomeDone, CauseID: "ran", DoneAt: time.Now().UTC()}, Next: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.store.PeekRuns(ctx, []journeys.RunKey{{ID: e.ID, CauseID: "new"}, {ID: schemas.NewID(), CauseID: "new"}, {ID: e.ID, CauseID: "ran"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		found, ran bool
+	}{{true, false}, {false, false}, {true, true}} {
+		p := got[i]
+		if want.found != (p.Err == nil) || p.Ran != want.ran {
+			t.Errorf("key %d: err %v ran %v, want found %v ran %v", i, p.Err, p.Ran, want.found, want.ran)
+		}
+		if want.found && (p.Run.ID != e.ID || p.Run.Position != "1" || p.Run.Email != "p@example.com" || p.Run.JourneyStatus != "active") {
+			t.Errorf("key %d: %+v", i, p.Run)
+		}
+		if !want.found && !errors.Is(p.Err, journeys.ErrNotFound) {
+			t.Errorf("key %d: %v, want ErrNotFound", i, p.Err)
+		}
 	}
 }

@@ -84,26 +84,36 @@ type Peeked struct {
 }
 
 // PeekRuns reads executions without a lock, as PeekRun, each with whether
-// its envelope ran steps before, all in one round trip (the engine's
-// Batcher gathers concurrent handlers' reads). The error is the round
-// trip's; a missing execution is its Peeked's Err.
+// its envelope ran steps before (Ran: it is a redelivery), all in one
+// statement (the engine's Batcher gathers concurrent handlers' reads). The
+// error is the statement's; a missing execution is its Peeked's Err.
 func (s *Store) PeekRuns(ctx context.Context, keys []RunKey) ([]Peeked, error) {
-	b := &pgx.Batch{}
-	for _, k := range keys {
-		b.Queue(sqlEnginePeekCause, k.ID, k.CauseID)
-	}
-	br := s.pg.SendBatch(ctx, b)
-	defer br.Close()
+	ids, causes := make([]string, len(keys)), make([]string, len(keys))
 	out := make([]Peeked, len(keys))
 	for i, k := range keys {
-		p := &out[i]
-		p.Run, p.Err = scanRun(br.QueryRow(), k.ID, &p.Ran)
-		if p.Err != nil && !errors.Is(p.Err, ErrNotFound) {
-			return nil, p.Err
-		}
+		ids[i], causes[i] = k.ID, k.CauseID
+		out[i].Err = ErrNotFound
 	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("read executions: %w", err)
+	rows, err := s.pg.Query(ctx, sqlEnginePeekCause, ids, causes)
+	if err != nil {
+		return nil, fmt.Errorf("read %d executions: %w", len(keys), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ran bool
+		var ord int64
+		r, err := scanRun(rows, "", &ran, &ord)
+		if err != nil {
+			return nil, err
+		}
+		if ord < 1 || ord > int64(len(keys)) {
+			return nil, fmt.Errorf("read %d executions: ordinal %d", len(keys), ord)
+		}
+		r.ID = keys[ord-1].ID
+		out[ord-1] = Peeked{Run: r, Ran: ran}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %d executions: %w", len(keys), err)
 	}
 	return out, nil
 }
