@@ -73,8 +73,12 @@ func init() {
 		Produces: []string{schemas.TopicJourneySteps, schemas.TopicTransactional, schemas.TopicContacts},
 		Route:    Route,
 		// Executions of different contacts run at once; one contact's in
-		// order (the envelopes' key is the workspace and contact).
-		Concurrency: 64,
+		// order (the envelopes' key is the workspace and contact). A
+		// handler mostly waits for its shared statements (its reads,
+		// known steps and waits go in batches with the others'): the
+		// more run at once, the larger and cheaper the batches, and 64
+		// capped a process at about 64 envelopes per batch round trip.
+		Concurrency: 256,
 		New: func(ctx context.Context, r pipeline.Resources, _ struct{}) (pipeline.Stage, error) {
 			if r.Postgres == nil || r.Publisher == nil {
 				return nil, fmt.Errorf("%s: needs Postgres and a Publisher (timers)", Name)
