@@ -28,6 +28,12 @@ func (d Deps) connectedAppRoutes() []ingest.Route {
 	}
 }
 
+// connectedRule: every member reads the connected apps; api_keys.manage
+// disconnects them (support staff never).
+var connectedRule = rule{back: connectedPath, perm: members.PermAPIKeys, anyoneReads: true,
+	support: "Support staff have read-only access: apps cannot be disconnected.",
+	denied:  "Disconnecting apps needs the api_keys.manage permission; ask an owner or admin."}
+
 // connectedApp is one app and its live connections.
 type connectedApp struct {
 	ID, Name    string
@@ -48,8 +54,7 @@ func (d Deps) connectedPageWith(c *ingest.Call, p ingest.Principal, status int, 
 	}
 	data := connectedData{frame: frameOf(p, "Connected apps")}
 	data.Error = msg
-	m := members.FromPrincipal(p)
-	data.CanManage, data.Support = members.Can(m, members.PermAPIKeys), m.Role == members.RoleSupport
+	data.CanManage, data.Support = connectedRule.manages(p), isSupport(p)
 	for _, cn := range conns { // newest connection first, so the app most recently connected leads
 		i := slices.IndexFunc(data.Apps, func(a connectedApp) bool { return a.ID == cn.AppID })
 		if i < 0 {
@@ -62,7 +67,7 @@ func (d Deps) connectedPageWith(c *ingest.Call, p ingest.Principal, status int, 
 }
 
 func (d Deps) connectedPage(c *ingest.Call) ingest.Result {
-	p, res, ok := d.sessionAt(c, connectedPath)
+	p, res, ok := d.allowed(c, connectedRule, false)
 	if !ok {
 		return res
 	}
@@ -70,15 +75,9 @@ func (d Deps) connectedPage(c *ingest.Call) ingest.Result {
 }
 
 func (d Deps) disconnectApp(c *ingest.Call) ingest.Result {
-	p, res, ok := d.sessionAt(c, connectedPath)
+	p, res, ok := d.allowed(c, connectedRule, true)
 	if !ok {
 		return res
-	}
-	if m := members.FromPrincipal(p); !members.Can(m, members.PermAPIKeys) {
-		if m.Role == members.RoleSupport {
-			return errorPage(p, 403, "Support staff have read-only access: apps cannot be disconnected.")
-		}
-		return errorPage(p, 403, "Disconnecting apps needs the api_keys.manage permission; ask an owner or admin.")
 	}
 	id := c.Params["id"]
 	if _, err := d.OAuth.App(c.Ctx, p.Workspace, id); errors.Is(err, oauth.ErrNotFound) {

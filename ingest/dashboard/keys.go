@@ -39,17 +39,15 @@ type createdKey struct {
 	Name, Key string
 }
 
-// access says what p may do on the keys page: manage (api_keys.manage),
-// only read (support staff), or neither (403).
-func access(p ingest.Principal) (manage, read bool) {
-	m := members.FromPrincipal(p)
-	manage = members.Can(m, members.PermAPIKeys)
-	return manage, manage || m.Role == members.RoleSupport
-}
+// keysRule: api_keys.manage manages the keys; support staff read them;
+// other members are refused.
+var keysRule = rule{back: keysPath, perm: members.PermAPIKeys,
+	support: "Support staff have read-only access: keys cannot be created or deleted.",
+	denied:  "Managing API keys needs the api_keys.manage permission; ask an owner or admin."}
 
 // page lists the keys around data's form state; status is the answer's.
 func (d Deps) page(c *ingest.Call, p ingest.Principal, status int, data keysData) ingest.Result {
-	manage, _ := access(p)
+	manage := keysRule.manages(p)
 	keys, err := d.Keys.ListAPIKeys(c.Ctx, p.Workspace)
 	if err != nil {
 		return unavailable()
@@ -64,45 +62,18 @@ func (d Deps) page(c *ingest.Call, p ingest.Principal, status int, data keysData
 	return render(keysTmpl, status, data)
 }
 
-// signedIn resolves the member of a keys route; ok false means res is
-// the answer (to /login, or 503).
-func (d Deps) signedIn(c *ingest.Call) (p ingest.Principal, res ingest.Result, ok bool) {
-	p, err := d.member(c)
-	switch {
-	case err == nil:
-		return p, ingest.Result{}, true
-	case errors.Is(err, errNoSession):
-		return p, toLogin(keysPath), false
-	}
-	return p, unavailable(), false
-}
-
 func (d Deps) keysPage(c *ingest.Call) ingest.Result {
-	p, res, ok := d.signedIn(c)
+	p, res, ok := d.allowed(c, keysRule, false)
 	if !ok {
 		return res
-	}
-	if _, read := access(p); !read {
-		return forbidden(p)
 	}
 	return d.page(c, p, 200, keysData{})
 }
 
-// forbidden is the 403 page of a member who may not do what they asked.
-func forbidden(p ingest.Principal) ingest.Result {
-	if members.FromPrincipal(p).Role == members.RoleSupport {
-		return errorPage(p, 403, "Support staff have read-only access: keys cannot be created or deleted.")
-	}
-	return errorPage(p, 403, "Managing API keys needs the api_keys.manage permission; ask an owner or admin.")
-}
-
 func (d Deps) createKey(c *ingest.Call) ingest.Result {
-	p, res, ok := d.signedIn(c)
+	p, res, ok := d.allowed(c, keysRule, true)
 	if !ok {
 		return res
-	}
-	if manage, _ := access(p); !manage {
-		return forbidden(p)
 	}
 	form, err := url.ParseQuery(string(c.Body))
 	if err != nil {
@@ -138,12 +109,9 @@ func (d Deps) createKey(c *ingest.Call) ingest.Result {
 }
 
 func (d Deps) deleteKey(c *ingest.Call) ingest.Result {
-	p, res, ok := d.signedIn(c)
+	p, res, ok := d.allowed(c, keysRule, true)
 	if !ok {
 		return res
-	}
-	if manage, _ := access(p); !manage {
-		return forbidden(p)
 	}
 	err := d.Keys.DeleteAPIKey(c.Ctx, p.Workspace, c.Params["id"])
 	switch {

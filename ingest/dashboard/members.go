@@ -71,37 +71,19 @@ type inviteForm struct {
 	Perms       []string
 }
 
-// memberAccess says whether p may invite and remove members (members.manage;
-// support staff never). Every signed-in member may read the page.
-func memberAccess(p ingest.Principal) bool {
-	return members.Can(members.FromPrincipal(p), members.PermMembers)
-}
+// membersRule: every member reads the page; members.manage invites,
+// revokes and removes (support staff never).
+var membersRule = rule{back: membersPath, perm: members.PermMembers, anyoneReads: true,
+	support: "Support staff have read-only access: members cannot be invited or removed.",
+	denied:  "Inviting and removing members needs the members.manage permission; ask an owner or admin."}
 
-// memberForbidden is the 403 page of a member who may not change members.
-func memberForbidden(p ingest.Principal) ingest.Result {
-	if members.FromPrincipal(p).Role == members.RoleSupport {
-		return errorPage(p, 403, "Support staff have read-only access: members cannot be invited or removed.")
-	}
-	return errorPage(p, 403, "Inviting and removing members needs the members.manage permission; ask an owner or admin.")
-}
-
-// signedInMember resolves the member of a members route; ok false means
-// res is the answer (to /login, 503 or 403).
+// signedInMember is allowed for membersRule, answering 503 before
+// anything else when Deps.Members is missing.
 func (d Deps) signedInMember(c *ingest.Call, write bool) (p ingest.Principal, res ingest.Result, ok bool) {
 	if d.Members == nil {
 		return p, unavailable(), false
 	}
-	p, err := d.member(c)
-	switch {
-	case errors.Is(err, errNoSession):
-		return p, toLogin(membersPath), false
-	case err != nil:
-		return p, unavailable(), false
-	}
-	if write && !memberAccess(p) {
-		return p, memberForbidden(p), false
-	}
-	return p, ingest.Result{}, true
+	return d.allowed(c, membersRule, write)
 }
 
 // membersPageWith lists the members and invitations around data's form
@@ -119,7 +101,7 @@ func (d Deps) membersPageWith(c *ingest.Call, p ingest.Principal, status int, da
 	data.frame = frameOf(p, "Members")
 	data.Error = msg
 	me := members.FromPrincipal(p)
-	data.CanManage, data.Support = memberAccess(p), me.Role == members.RoleSupport
+	data.CanManage, data.Support = membersRule.manages(p), isSupport(p)
 	for _, m := range list {
 		data.Members = append(data.Members, memberRow{Listed: m, Self: m.ID == me.ID,
 			Removable: data.CanManage && (m.Role != members.RoleOwner || me.Role == members.RoleOwner)})

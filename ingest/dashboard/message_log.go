@@ -37,6 +37,10 @@ func (d Deps) messageLogRoutes() []ingest.Route {
 	return []ingest.Route{{Method: "GET", Path: messagesPath, Credential: ingest.CredNone, Handle: d.messagesPage}}
 }
 
+// messagesRule: every member and support staff read the message log; it
+// has no forms.
+var messagesRule = rule{back: messagesPath, anyoneReads: true}
+
 type messagesData struct {
 	frame
 	Filter   messagesFilter
@@ -65,7 +69,7 @@ type chartData struct {
 }
 
 func (d Deps) messagesPage(c *ingest.Call) ingest.Result {
-	p, res, ok := d.sessionAt(c, messagesPath)
+	p, res, ok := d.allowed(c, messagesRule, false)
 	if !ok {
 		return res
 	}

@@ -84,8 +84,7 @@ func (d Deps) appsPageWith(c *ingest.Call, p ingest.Principal, status int, data 
 	msg := data.Error
 	data.frame = frameOf(p, "OAuth apps")
 	data.Error = msg
-	m := members.FromPrincipal(p)
-	data.Apps, data.CanManage, data.Support = apps, members.Can(m, members.PermAPIKeys), m.Role == members.RoleSupport
+	data.Apps, data.CanManage, data.Support = apps, appsRule.manages(p), isSupport(p)
 	data.Plan, data.PlanOK, data.Max = p.Plan, p.Plan == auth.PlanPro || p.Plan == auth.PlanEnterprise, oauth.MaxAppsPerWorkspace
 	if data.Form.Type == "" {
 		data.Form.Type = oauth.TypeConfidential
@@ -97,28 +96,18 @@ func (d Deps) appsPageWith(c *ingest.Call, p ingest.Principal, status int, data 
 }
 
 func (d Deps) appsPage(c *ingest.Call) ingest.Result {
-	p, res, ok := d.sessionAt(c, appsPath)
+	p, res, ok := d.allowed(c, appsRule, false)
 	if !ok {
 		return res
 	}
 	return d.appsPageWith(c, p, 200, appsData{})
 }
 
-// appWriter resolves the member of a write and refuses who may not manage
-// apps (support staff whatever their permissions).
-func (d Deps) appWriter(c *ingest.Call) (ingest.Principal, ingest.Result, bool) {
-	p, res, ok := d.sessionAt(c, appsPath)
-	if !ok {
-		return p, res, false
-	}
-	if m := members.FromPrincipal(p); !members.Can(m, members.PermAPIKeys) {
-		if m.Role == members.RoleSupport {
-			return p, errorPage(p, 403, "Support staff have read-only access: OAuth apps cannot be created, rotated, deleted or disconnected."), false
-		}
-		return p, errorPage(p, 403, "Managing OAuth apps needs the api_keys.manage permission; ask an owner or admin."), false
-	}
-	return p, ingest.Result{}, true
-}
+// appsRule: every member reads the OAuth apps; api_keys.manage manages
+// them (support staff never).
+var appsRule = rule{back: appsPath, perm: members.PermAPIKeys, anyoneReads: true,
+	support: "Support staff have read-only access: OAuth apps cannot be created, rotated, deleted or disconnected.",
+	denied:  "Managing OAuth apps needs the api_keys.manage permission; ask an owner or admin."}
 
 // invalidDetail is the reason in an oauth.ErrInvalid error, without the
 // wrapping ("create oauth app: invalid OAuth app: ").
@@ -134,7 +123,7 @@ func invalidDetail(err error) string {
 }
 
 func (d Deps) createApp(c *ingest.Call) ingest.Result {
-	p, res, ok := d.appWriter(c)
+	p, res, ok := d.allowed(c, appsRule, true)
 	if !ok {
 		return res
 	}
@@ -171,7 +160,7 @@ func (d Deps) createApp(c *ingest.Call) ingest.Result {
 }
 
 func (d Deps) rotateApp(c *ingest.Call) ingest.Result {
-	p, res, ok := d.appWriter(c)
+	p, res, ok := d.allowed(c, appsRule, true)
 	if !ok {
 		return res
 	}
@@ -194,7 +183,7 @@ func (d Deps) rotateApp(c *ingest.Call) ingest.Result {
 }
 
 func (d Deps) deleteApp(c *ingest.Call) ingest.Result {
-	p, res, ok := d.appWriter(c)
+	p, res, ok := d.allowed(c, appsRule, true)
 	if !ok {
 		return res
 	}

@@ -29,6 +29,11 @@ func (d Deps) requestLogRoutes() []ingest.Route {
 	return []ingest.Route{{Method: "GET", Path: requestsPath, Credential: ingest.CredNone, Handle: d.requestsPage}}
 }
 
+// requestsRule: api_keys.manage holders and support staff read the
+// request log (spec 8.3); it has no forms.
+var requestsRule = rule{back: requestsPath, perm: members.PermAPIKeys,
+	denied: "Viewing the request log needs the api_keys.manage permission; ask an owner or admin."}
+
 type requestsData struct {
 	frame
 	Filter  requestsFilter
@@ -72,13 +77,9 @@ func parseStatus(s string) (exact, class int, ok bool) {
 }
 
 func (d Deps) requestsPage(c *ingest.Call) ingest.Result {
-	p, res, ok := d.sessionAt(c, requestsPath)
+	p, res, ok := d.allowed(c, requestsRule, false)
 	if !ok {
 		return res
-	}
-	m := members.FromPrincipal(p)
-	if !members.Can(m, members.PermAPIKeys) && m.Role != members.RoleSupport {
-		return errorPage(p, 403, "Viewing the request log needs the api_keys.manage permission; ask an owner or admin.")
 	}
 	f := requestsFilter{Status: strings.TrimSpace(c.Query("status")), Path: strings.TrimSpace(c.Query("path")), Key: c.Query("key")}
 	data := requestsData{frame: frameOf(p, "Request log"), Filter: f, Shown: requestsShown}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"errors"
 	"html/template"
 	"io/fs"
 	"path"
@@ -102,17 +101,4 @@ func renderScripted(t *template.Template, status int, data any) ingest.Result {
 		"X-Frame-Options":         "DENY",
 		"Vary":                    "HX-Request",
 	}}
-}
-
-// sessionAt resolves the member of a page at back (where sign-in returns
-// to); ok false means res is the answer (to /login, or 503).
-func (d Deps) sessionAt(c *ingest.Call, back string) (p ingest.Principal, res ingest.Result, ok bool) {
-	p, err := d.member(c)
-	switch {
-	case err == nil:
-		return p, ingest.Result{}, true
-	case errors.Is(err, errNoSession):
-		return p, toLogin(back), false
-	}
-	return p, unavailable(), false
 }

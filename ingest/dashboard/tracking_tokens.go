@@ -37,28 +37,17 @@ type tokensData struct {
 	Created   string // the new token, shown once in the POST's answer
 }
 
-// tokenAccess says what p may do on the tracking tokens page: manage
-// (tracking_tokens.manage: owners, admins, members by default, custom
-// roles that name it), only read (support staff), or neither (403).
-func tokenAccess(p ingest.Principal) (manage, read bool) {
-	m := members.FromPrincipal(p)
-	manage = members.Can(m, members.PermTrackingTokens)
-	return manage, manage || m.Role == members.RoleSupport
-}
-
-// tokenForbidden is the 403 page of a member who may not do what they
-// asked on the tracking tokens page.
-func tokenForbidden(p ingest.Principal) ingest.Result {
-	if members.FromPrincipal(p).Role == members.RoleSupport {
-		return errorPage(p, 403, "Support staff have read-only access: tracking tokens cannot be created or deleted.")
-	}
-	return errorPage(p, 403, "Managing tracking tokens needs the tracking_tokens.manage permission; ask an owner or admin.")
-}
+// tokensRule: tracking_tokens.manage (owners, admins, members by
+// default, custom roles that name it) manages the tokens; support staff
+// read them; other members are refused.
+var tokensRule = rule{back: tokensPath, perm: members.PermTrackingTokens,
+	support: "Support staff have read-only access: tracking tokens cannot be created or deleted.",
+	denied:  "Managing tracking tokens needs the tracking_tokens.manage permission; ask an owner or admin."}
 
 // tokensPageWith lists the tokens around data's form state; status is the
 // answer's.
 func (d Deps) tokensPageWith(c *ingest.Call, p ingest.Principal, status int, data tokensData) ingest.Result {
-	manage, _ := tokenAccess(p)
+	manage := tokensRule.manages(p)
 	toks, err := d.Keys.ListTrackingTokens(c.Ctx, p.Workspace)
 	if err != nil {
 		return unavailable()
@@ -70,25 +59,8 @@ func (d Deps) tokensPageWith(c *ingest.Call, p ingest.Principal, status int, dat
 	return render(tokensTmpl, status, data)
 }
 
-// tokenMember resolves the member of a tracking tokens route; ok false
-// means res is the answer (to /login, 503 or 403).
-func (d Deps) tokenMember(c *ingest.Call, write bool) (p ingest.Principal, res ingest.Result, ok bool) {
-	p, err := d.member(c)
-	switch {
-	case errors.Is(err, errNoSession):
-		return p, toLogin(tokensPath), false
-	case err != nil:
-		return p, unavailable(), false
-	}
-	manage, read := tokenAccess(p)
-	if !read || (write && !manage) {
-		return p, tokenForbidden(p), false
-	}
-	return p, ingest.Result{}, true
-}
-
 func (d Deps) tokensPage(c *ingest.Call) ingest.Result {
-	p, res, ok := d.tokenMember(c, false)
+	p, res, ok := d.allowed(c, tokensRule, false)
 	if !ok {
 		return res
 	}
@@ -96,7 +68,7 @@ func (d Deps) tokensPage(c *ingest.Call) ingest.Result {
 }
 
 func (d Deps) createToken(c *ingest.Call) ingest.Result {
-	p, res, ok := d.tokenMember(c, true)
+	p, res, ok := d.allowed(c, tokensRule, true)
 	if !ok {
 		return res
 	}
@@ -119,7 +91,7 @@ func (d Deps) createToken(c *ingest.Call) ingest.Result {
 }
 
 func (d Deps) deleteToken(c *ingest.Call) ingest.Result {
-	p, res, ok := d.tokenMember(c, true)
+	p, res, ok := d.allowed(c, tokensRule, true)
 	if !ok {
 		return res
 	}

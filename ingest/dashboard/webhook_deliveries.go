@@ -45,7 +45,7 @@ func webhookPath(id string) string { return webhooksPath + "/" + url.PathEscape(
 
 func (d Deps) webhookPage(c *ingest.Call) ingest.Result {
 	id := c.Params["id"]
-	p, res, ok := d.webhookMember(c, webhookPath(id), false)
+	p, res, ok := d.allowed(c, webhooksRule.at(webhookPath(id)), false)
 	if !ok {
 		return res
 	}
@@ -68,7 +68,7 @@ func (d Deps) webhookPageWith(c *ingest.Call, p ingest.Principal, id string, sta
 	data.frame = frameOf(p, "Webhook endpoint")
 	data.Error = msg
 	data.Endpoint = ep
-	data.CanReplay, _ = webhookAccess(p)
+	data.CanReplay = webhooksRule.manages(p)
 	if d.ClickHouse == nil {
 		data.NoLog, data.Replayed = true, ""
 		return render(webhookTmpl, status, data)
@@ -94,7 +94,7 @@ func (d Deps) webhookPageWith(c *ingest.Call, p ingest.Principal, id string, sta
 // delivery stage skips it while the endpoint is disabled.
 func (d Deps) replayWebhook(c *ingest.Call) ingest.Result {
 	id := c.Params["id"]
-	p, res, ok := d.webhookMember(c, webhookPath(id), true)
+	p, res, ok := d.allowed(c, webhooksRule.at(webhookPath(id)), true)
 	if !ok {
 		return res
 	}

@@ -73,45 +73,18 @@ type shownSecret struct {
 	Rotated         bool
 }
 
-// webhookAccess says what p may do with webhook endpoints: manage (owners
-// and admins, spec 6), only read (support staff), or neither (403).
-func webhookAccess(p ingest.Principal) (manage, read bool) {
-	m := members.FromPrincipal(p)
-	manage = members.Can(m, members.PermWebhooks)
-	return manage, manage || m.Role == members.RoleSupport
-}
-
-// webhookForbidden is the 403 page of a member who may not do what they
-// asked with webhook endpoints.
-func webhookForbidden(p ingest.Principal) ingest.Result {
-	if members.FromPrincipal(p).Role == members.RoleSupport {
-		return errorPage(p, 403, "Support staff have read-only access: webhook endpoints cannot be changed or replayed.")
-	}
-	return errorPage(p, 403, "Webhook endpoints are managed by the workspace's owners and admins (or a role granted webhooks.manage); ask one of them.")
-}
-
-// webhookMember resolves the member of a webhook route and checks that
-// they may read (write false) or manage (write true); ok false means res
-// is the answer (to /login, 503 or 403). back is where sign-in returns.
-func (d Deps) webhookMember(c *ingest.Call, back string, write bool) (p ingest.Principal, res ingest.Result, ok bool) {
-	p, err := d.member(c)
-	switch {
-	case errors.Is(err, errNoSession):
-		return p, toLogin(back), false
-	case err != nil || d.Webhooks == nil:
-		return p, unavailable(), false
-	}
-	manage, read := webhookAccess(p)
-	if !read || (write && !manage) {
-		return p, webhookForbidden(p), false
-	}
-	return p, ingest.Result{}, true
-}
+// webhooksRule: webhooks.manage (owners and admins, spec 6, or a role
+// granted it by name) manages the endpoints; support staff read them;
+// other members are refused. The pages need Deps.Webhooks.
+var webhooksRule = rule{back: webhooksPath, perm: members.PermWebhooks,
+	ready:   func(d Deps) bool { return d.Webhooks != nil },
+	support: "Support staff have read-only access: webhook endpoints cannot be changed or replayed.",
+	denied:  "Webhook endpoints are managed by the workspace's owners and admins (or a role granted webhooks.manage); ask one of them."}
 
 // webhooksPageWith lists the endpoints around data's form state; status is
 // the answer's.
 func (d Deps) webhooksPageWith(c *ingest.Call, p ingest.Principal, status int, data webhooksData) ingest.Result {
-	manage, _ := webhookAccess(p)
+	manage := webhooksRule.manages(p)
 	eps, err := d.Webhooks.Store().List(c.Ctx, p.Workspace)
 	if err != nil {
 		return unavailable()
@@ -127,7 +100,7 @@ func (d Deps) webhooksPageWith(c *ingest.Call, p ingest.Principal, status int, d
 }
 
 func (d Deps) webhooksPage(c *ingest.Call) ingest.Result {
-	p, res, ok := d.webhookMember(c, webhooksPath, false)
+	p, res, ok := d.allowed(c, webhooksRule, false)
 	if !ok {
 		return res
 	}
@@ -135,7 +108,7 @@ func (d Deps) webhooksPage(c *ingest.Call) ingest.Result {
 }
 
 func (d Deps) createWebhook(c *ingest.Call) ingest.Result {
-	p, res, ok := d.webhookMember(c, webhooksPath, true)
+	p, res, ok := d.allowed(c, webhooksRule, true)
 	if !ok {
 		return res
 	}
@@ -191,7 +164,7 @@ func (d Deps) deleteWebhook(c *ingest.Call) ingest.Result {
 // (Post/Redirect/Get), or the list with a 404 when the workspace has no
 // such endpoint.
 func (d Deps) changeWebhook(c *ingest.Call, change func(p ingest.Principal, id string) error) ingest.Result {
-	p, res, ok := d.webhookMember(c, webhooksPath, true)
+	p, res, ok := d.allowed(c, webhooksRule, true)
 	if !ok {
 		return res
 	}
@@ -206,7 +179,7 @@ func (d Deps) changeWebhook(c *ingest.Call, change func(p ingest.Principal, id s
 }
 
 func (d Deps) rotateWebhook(c *ingest.Call) ingest.Result {
-	p, res, ok := d.webhookMember(c, webhooksPath, true)
+	p, res, ok := d.allowed(c, webhooksRule, true)
 	if !ok {
 		return res
 	}
