@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"errors"
-	"html/template"
 	"slices"
 
 	"sendstream/ingest"
@@ -12,7 +11,7 @@ import (
 
 const connectedPath = "/settings/connected-apps"
 
-var connectedTmpl = template.Must(template.New("").Funcs(funcs).Funcs(pageFuncs).ParseFS(files, "layout.html", "connected_apps.html"))
+var connectedTmpl = pageTemplate("connected_apps.html")
 
 // connectedAppRoutes are the connected-apps page: the workspace's apps
 // with live connections (members' consents and client_credentials
@@ -23,8 +22,8 @@ var connectedTmpl = template.Must(template.New("").Funcs(funcs).Funcs(pageFuncs)
 //	POST /settings/connected-apps/{id}/disconnect  {id} is the app; 303 back
 func (d Deps) connectedAppRoutes() []ingest.Route {
 	return []ingest.Route{
-		{Method: "GET", Path: connectedPath, Credential: ingest.CredNone, Handle: d.connectedPage},
-		{Method: "POST", Path: connectedPath + "/{id}/disconnect", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.disconnectApp},
+		pageRoute(connectedPath, d.connectedPage),
+		formRoute(connectedPath+"/{id}/disconnect", d.disconnectApp),
 	}
 }
 

@@ -48,9 +48,27 @@ var funcs = template.FuncMap{
 }
 
 var (
-	keysTmpl  = template.Must(template.New("").Funcs(funcs).ParseFS(files, "layout.html", "api_keys.html"))
-	errorTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "layout.html", "error.html"))
+	keysTmpl  = pageTemplate("api_keys.html")
+	errorTmpl = pageTemplate("error.html")
 )
+
+// pageTemplate parses a page's template (the file name) into the layout,
+// with funcs and pageFuncs.
+func pageTemplate(page string) *template.Template {
+	return template.Must(template.New("").Funcs(funcs).Funcs(pageFuncs).ParseFS(files, "layout.html", page))
+}
+
+// pageRoute is the GET route of a page: no credential, the page resolves
+// the session itself.
+func pageRoute(path string, h func(*ingest.Call) ingest.Result) ingest.Route {
+	return ingest.Route{Method: "GET", Path: path, Credential: ingest.CredNone, Handle: h}
+}
+
+// formRoute is the POST route of a page's form: no credential, refused
+// cross-origin (SameOrigin), the url-encoded body read raw.
+func formRoute(path string, h func(*ingest.Call) ingest.Result) ingest.Route {
+	return ingest.Route{Method: "POST", Path: path, Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: h}
+}
 
 // Deps are what the pages need.
 type Deps struct {
@@ -95,10 +113,10 @@ type Deps struct {
 // replay), staticRoutes (the embedded htmx and uPlot at /static/{name}).
 func Routes(d Deps) []ingest.Route {
 	routes := []ingest.Route{
-		{Method: "GET", Path: "/", Credential: ingest.CredNone, Handle: d.root},
-		{Method: "GET", Path: "/settings/api-keys", Credential: ingest.CredNone, Handle: d.keysPage},
-		{Method: "POST", Path: "/settings/api-keys", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.createKey},
-		{Method: "POST", Path: "/settings/api-keys/{id}/delete", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.deleteKey},
+		pageRoute("/", d.root),
+		pageRoute(keysPath, d.keysPage),
+		formRoute(keysPath, d.createKey),
+		formRoute(keysPath+"/{id}/delete", d.deleteKey),
 	}
 	routes = append(routes, d.memberRoutes()...)
 	routes = append(routes, d.oauthAppRoutes()...)

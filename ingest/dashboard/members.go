@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"errors"
-	"html/template"
 	"net/url"
 	"slices"
 	"strings"
@@ -24,7 +23,7 @@ import (
 
 const membersPath = "/settings/members"
 
-var membersTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "layout.html", "members.html"))
+var membersTmpl = pageTemplate("members.html")
 
 // memberRoutes are the members page's routes (Routes lists them):
 //
@@ -34,10 +33,10 @@ var membersTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "la
 //	POST /settings/members/{id}/remove  remove a member; 303 back (members.manage)
 func (d Deps) memberRoutes() []ingest.Route {
 	return []ingest.Route{
-		{Method: "GET", Path: membersPath, Credential: ingest.CredNone, Handle: d.membersPage},
-		{Method: "POST", Path: membersPath, Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.inviteMember},
-		{Method: "POST", Path: membersPath + "/invitations/{id}/revoke", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.revokeInvitation},
-		{Method: "POST", Path: membersPath + "/{id}/remove", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.removeMember},
+		pageRoute(membersPath, d.membersPage),
+		formRoute(membersPath, d.inviteMember),
+		formRoute(membersPath+"/invitations/{id}/revoke", d.revokeInvitation),
+		formRoute(membersPath+"/{id}/remove", d.removeMember),
 	}
 }
 

@@ -23,7 +23,7 @@ const messagesShown = 100
 // chartDays is how many days the chart covers, today included.
 const chartDays = 14
 
-var messagesTmpl = template.Must(template.New("").Funcs(funcs).Funcs(pageFuncs).ParseFS(files, "layout.html", "message_log.html"))
+var messagesTmpl = pageTemplate("message_log.html")
 
 // messageLogRoutes are the message-log page: the workspace's transactional
 // and journey messages as GET /v1/transactional lists them
@@ -34,7 +34,7 @@ var messagesTmpl = template.Must(template.New("").Funcs(funcs).Funcs(pageFuncs).
 //
 //	GET /logs/messages?status=&to=
 func (d Deps) messageLogRoutes() []ingest.Route {
-	return []ingest.Route{{Method: "GET", Path: messagesPath, Credential: ingest.CredNone, Handle: d.messagesPage}}
+	return []ingest.Route{pageRoute(messagesPath, d.messagesPage)}
 }
 
 // messagesRule: every member and support staff read the message log; it

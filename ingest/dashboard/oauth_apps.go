@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"errors"
-	"html/template"
 	"net/url"
 	"slices"
 	"strconv"
@@ -16,7 +15,7 @@ import (
 
 const appsPath = "/settings/oauth-apps"
 
-var appsTmpl = template.Must(template.New("").Funcs(funcs).Funcs(pageFuncs).ParseFS(files, "layout.html", "oauth_apps.html"))
+var appsTmpl = pageTemplate("oauth_apps.html")
 
 // oauthAppRoutes are the OAuth apps page (spec 5.3): the same oauth.Store
 // calls as the JSON routes of oauth.DashboardRoutes, so both apply the
@@ -28,10 +27,10 @@ var appsTmpl = template.Must(template.New("").Funcs(funcs).Funcs(pageFuncs).Pars
 //	POST /settings/oauth-apps/{id}/delete            revoke its connections, delete; 303 back
 func (d Deps) oauthAppRoutes() []ingest.Route {
 	return []ingest.Route{
-		{Method: "GET", Path: appsPath, Credential: ingest.CredNone, Handle: d.appsPage},
-		{Method: "POST", Path: appsPath, Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.createApp},
-		{Method: "POST", Path: appsPath + "/{id}/rotate-secret", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.rotateApp},
-		{Method: "POST", Path: appsPath + "/{id}/delete", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.deleteApp},
+		pageRoute(appsPath, d.appsPage),
+		formRoute(appsPath, d.createApp),
+		formRoute(appsPath+"/{id}/rotate-secret", d.rotateApp),
+		formRoute(appsPath+"/{id}/delete", d.deleteApp),
 	}
 }
 

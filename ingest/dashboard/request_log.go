@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"html/template"
 	"strconv"
 	"strings"
 
@@ -17,7 +16,7 @@ const requestsPath = "/logs/requests"
 // requestsShown is how many rows the page shows, newest first.
 const requestsShown = 100
 
-var requestsTmpl = template.Must(template.New("").Funcs(funcs).Funcs(pageFuncs).ParseFS(files, "layout.html", "request_log.html"))
+var requestsTmpl = pageTemplate("request_log.html")
 
 // requestLogRoutes are the request-log page (spec 8.3: viewing it needs
 // the API-keys permission; support staff read it). Its filter is a GET
@@ -26,7 +25,7 @@ var requestsTmpl = template.Must(template.New("").Funcs(funcs).Funcs(pageFuncs).
 //
 //	GET /logs/requests?status=&path=&key=   status 422 or 4xx; path substring; key id
 func (d Deps) requestLogRoutes() []ingest.Route {
-	return []ingest.Route{{Method: "GET", Path: requestsPath, Credential: ingest.CredNone, Handle: d.requestsPage}}
+	return []ingest.Route{pageRoute(requestsPath, d.requestsPage)}
 }
 
 // requestsRule: api_keys.manage holders and support staff read the

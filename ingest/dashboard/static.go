@@ -46,8 +46,9 @@ var staticTag = func() string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
 
-// pageFuncs are funcs plus what this package's newer pages use: static
-// (the URL of an embedded file) and seconds (a time to the second, UTC).
+// pageFuncs are what pages use beside funcs (pageTemplate gives every
+// page both): static (the URL of an embedded file) and seconds (a time
+// to the second, UTC).
 var pageFuncs = template.FuncMap{
 	"static":  func(name string) string { return "/static/" + name + "?v=" + staticTag },
 	"seconds": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
@@ -56,7 +57,7 @@ var pageFuncs = template.FuncMap{
 // staticRoutes serve the embedded files with a year-long cache (the
 // pages' URLs change with staticTag) and nosniff.
 func (d Deps) staticRoutes() []ingest.Route {
-	return []ingest.Route{{Method: "GET", Path: "/static/{name}", Credential: ingest.CredNone, Handle: serveStatic}}
+	return []ingest.Route{pageRoute("/static/{name}", serveStatic)}
 }
 
 func serveStatic(c *ingest.Call) ingest.Result {

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"errors"
-	"html/template"
 	"net/url"
 	"strings"
 
@@ -16,14 +15,14 @@ import (
 
 const tokensPath = "/settings/tracking-tokens"
 
-var tokensTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "layout.html", "tracking_tokens.html"))
+var tokensTmpl = pageTemplate("tracking_tokens.html")
 
 // tokenRoutes are the tracking tokens page's routes (Routes lists them).
 func (d Deps) tokenRoutes() []ingest.Route {
 	return []ingest.Route{
-		{Method: "GET", Path: tokensPath, Credential: ingest.CredNone, Handle: d.tokensPage},
-		{Method: "POST", Path: tokensPath, Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.createToken},
-		{Method: "POST", Path: tokensPath + "/{id}/delete", Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: d.deleteToken},
+		pageRoute(tokensPath, d.tokensPage),
+		formRoute(tokensPath, d.createToken),
+		formRoute(tokensPath+"/{id}/delete", d.deleteToken),
 	}
 }
 

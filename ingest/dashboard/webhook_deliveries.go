@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"errors"
-	"html/template"
 	"net/url"
 	"strings"
 	"time"
@@ -22,7 +21,7 @@ import (
 // first.
 const recentDeliveries = 50
 
-var webhookTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "layout.html", "webhook.html"))
+var webhookTmpl = pageTemplate("webhook.html")
 
 // webhookData is what webhook.html shows.
 type webhookData struct {

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"errors"
-	"html/template"
 	"net/url"
 	"slices"
 	"strings"
@@ -26,22 +25,19 @@ const webhooksPath = "/settings/webhooks"
 // an endpoint a member disabled on this page.
 const disabledInDashboard = "disabled in the dashboard"
 
-var webhooksTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(files, "layout.html", "webhooks.html"))
+var webhooksTmpl = pageTemplate("webhooks.html")
 
 // webhookRoutes are the webhook pages' routes (Routes lists them).
 func (d Deps) webhookRoutes() []ingest.Route {
-	post := func(path string, h func(*ingest.Call) ingest.Result) ingest.Route {
-		return ingest.Route{Method: "POST", Path: path, Credential: ingest.CredNone, SameOrigin: true, RawBody: true, Handle: h}
-	}
 	return []ingest.Route{
-		{Method: "GET", Path: webhooksPath, Credential: ingest.CredNone, Handle: d.webhooksPage},
-		post(webhooksPath, d.createWebhook),
-		post(webhooksPath+"/{id}/enable", d.enableWebhook),
-		post(webhooksPath+"/{id}/disable", d.disableWebhook),
-		post(webhooksPath+"/{id}/rotate-secret", d.rotateWebhook),
-		post(webhooksPath+"/{id}/delete", d.deleteWebhook),
-		{Method: "GET", Path: webhooksPath + "/{id}", Credential: ingest.CredNone, Handle: d.webhookPage},
-		post(webhooksPath+"/{id}/replay", d.replayWebhook),
+		pageRoute(webhooksPath, d.webhooksPage),
+		formRoute(webhooksPath, d.createWebhook),
+		formRoute(webhooksPath+"/{id}/enable", d.enableWebhook),
+		formRoute(webhooksPath+"/{id}/disable", d.disableWebhook),
+		formRoute(webhooksPath+"/{id}/rotate-secret", d.rotateWebhook),
+		formRoute(webhooksPath+"/{id}/delete", d.deleteWebhook),
+		pageRoute(webhooksPath+"/{id}", d.webhookPage),
+		formRoute(webhooksPath+"/{id}/replay", d.replayWebhook),
 	}
 }
 
