@@ -178,9 +178,20 @@ type frame struct {
 	Title, Email, WorkspaceName, Error string
 }
 
+// frameOf is the frame of a page of p's titled title.
 func frameOf(p ingest.Principal, title string) frame {
-	return frame{Title: title, Email: p.Email, WorkspaceName: p.WorkspaceName}
+	return frame{}.titled(p, title)
 }
+
+// titled is f around a page of p's titled title, f's Error kept: a page's
+// data carries only its error until the list around it is rendered.
+func (f frame) titled(p ingest.Principal, title string) frame {
+	f.Title, f.Email, f.WorkspaceName = title, p.Email, p.WorkspaceName
+	return f
+}
+
+// formUnreadable is a page's error when its POST body is not a form.
+const formUnreadable = "The form could not be read; try again."
 
 // render executes a page's template set. Pages are never cached (one
 // shows a new key) and never framed.
@@ -198,9 +209,7 @@ func render(t *template.Template, status int, data any) ingest.Result {
 
 // errorPage is a page that only says what went wrong (in the layout).
 func errorPage(p ingest.Principal, status int, msg string) ingest.Result {
-	f := frameOf(p, "Not allowed")
-	f.Error = msg
-	return render(errorTmpl, status, f)
+	return render(errorTmpl, status, frame{Error: msg}.titled(p, "Not allowed"))
 }
 
 // unavailable is the answer when the session or the store cannot be read.

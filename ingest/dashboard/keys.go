@@ -52,9 +52,7 @@ func (d Deps) page(c *ingest.Call, p ingest.Principal, status int, data keysData
 	if err != nil {
 		return unavailable()
 	}
-	msg := data.Error
-	data.frame = frameOf(p, "API keys")
-	data.Error = msg
+	data.frame = data.frame.titled(p, "API keys")
 	data.Keys, data.CanManage, data.ReadOnly = keys, manage, !manage
 	for _, s := range auth.Scopes {
 		data.Scopes = append(data.Scopes, scopeBox{Name: s, Checked: slices.Contains(data.Form.Scopes, s)})
@@ -77,7 +75,7 @@ func (d Deps) createKey(c *ingest.Call) ingest.Result {
 	}
 	form, err := url.ParseQuery(string(c.Body))
 	if err != nil {
-		return d.page(c, p, 400, keysData{frame: frame{Error: "The form could not be read; try again."}})
+		return d.page(c, p, 400, keysData{frame: frame{Error: formUnreadable}})
 	}
 	f := keyForm{Name: strings.TrimSpace(form.Get("name")), Expires: form.Get("expires"), Scopes: form["scope"]}
 	bad := func(msg string) ingest.Result {

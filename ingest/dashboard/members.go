@@ -96,9 +96,7 @@ func (d Deps) membersPageWith(c *ingest.Call, p ingest.Principal, status int, da
 	if err != nil {
 		return unavailable()
 	}
-	msg := data.Error
-	data.frame = frameOf(p, "Members")
-	data.Error = msg
+	data.frame = data.frame.titled(p, "Members")
 	me := members.FromPrincipal(p)
 	data.CanManage, data.Support = membersRule.manages(p), isSupport(p)
 	for _, m := range list {
@@ -135,7 +133,7 @@ func (d Deps) inviteMember(c *ingest.Call) ingest.Result {
 	}
 	form, err := url.ParseQuery(string(c.Body))
 	if err != nil {
-		return d.membersPageWith(c, p, 400, membersData{frame: frame{Error: "The form could not be read; try again."}})
+		return d.membersPageWith(c, p, 400, membersData{frame: frame{Error: formUnreadable}})
 	}
 	f := inviteForm{Email: strings.TrimSpace(form.Get("email")), Role: form.Get("role"), Perms: form["permission"]}
 	inv, err := d.Members.Invite(c.Ctx, members.FromPrincipal(p), f.Email, f.Role, f.Perms, time.Now())

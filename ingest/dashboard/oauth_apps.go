@@ -80,9 +80,7 @@ func (d Deps) appsPageWith(c *ingest.Call, p ingest.Principal, status int, data 
 	if err != nil {
 		return unavailable()
 	}
-	msg := data.Error
-	data.frame = frameOf(p, "OAuth apps")
-	data.Error = msg
+	data.frame = data.frame.titled(p, "OAuth apps")
 	data.Apps, data.CanManage, data.Support = apps, appsRule.manages(p), isSupport(p)
 	data.Plan, data.PlanOK, data.Max = p.Plan, p.Plan == auth.PlanPro || p.Plan == auth.PlanEnterprise, oauth.MaxAppsPerWorkspace
 	if data.Form.Type == "" {
@@ -128,7 +126,7 @@ func (d Deps) createApp(c *ingest.Call) ingest.Result {
 	}
 	form, err := url.ParseQuery(string(c.Body))
 	if err != nil {
-		return d.appsPageWith(c, p, 400, appsData{frame: frame{Error: "The form could not be read; try again."}})
+		return d.appsPageWith(c, p, 400, appsData{frame: frame{Error: formUnreadable}})
 	}
 	f := appForm{Name: strings.TrimSpace(form.Get("name")), Type: form.Get("type"), RedirectURIs: form.Get("redirect_uris"),
 		Grants: form["grant"], Scopes: form["scope"]}

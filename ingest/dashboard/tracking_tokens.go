@@ -51,9 +51,7 @@ func (d Deps) tokensPageWith(c *ingest.Call, p ingest.Principal, status int, dat
 	if err != nil {
 		return unavailable()
 	}
-	msg := data.Error
-	data.frame = frameOf(p, "Tracking tokens")
-	data.Error = msg
+	data.frame = data.frame.titled(p, "Tracking tokens")
 	data.Tokens, data.CanManage, data.ReadOnly = toks, manage, !manage
 	return render(tokensTmpl, status, data)
 }
@@ -73,7 +71,7 @@ func (d Deps) createToken(c *ingest.Call) ingest.Result {
 	}
 	form, err := url.ParseQuery(string(c.Body))
 	if err != nil {
-		return d.tokensPageWith(c, p, 400, tokensData{frame: frame{Error: "The form could not be read; try again."}})
+		return d.tokensPageWith(c, p, 400, tokensData{frame: frame{Error: formUnreadable}})
 	}
 	typed := form.Get("domains")
 	domains := strings.FieldsFunc(typed, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })

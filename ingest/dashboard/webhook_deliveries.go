@@ -57,15 +57,12 @@ func (d Deps) webhookPageWith(c *ingest.Call, p ingest.Principal, id string, sta
 	ep, err := d.endpoint(c, p, id)
 	switch {
 	case errors.Is(err, webhook.ErrEndpointNotFound):
-		f := frameOf(p, "Webhook endpoint")
-		f.Error = "No such webhook endpoint in this workspace (deleted?)."
-		return render(webhookTmpl, 404, webhookData{frame: f})
+		f := frame{Error: "No such webhook endpoint in this workspace (deleted?)."}
+		return render(webhookTmpl, 404, webhookData{frame: f.titled(p, "Webhook endpoint")})
 	case err != nil:
 		return unavailable()
 	}
-	msg := data.Error
-	data.frame = frameOf(p, "Webhook endpoint")
-	data.Error = msg
+	data.frame = data.frame.titled(p, "Webhook endpoint")
 	data.Endpoint = ep
 	data.CanReplay = webhooksRule.manages(p)
 	if d.ClickHouse == nil {

@@ -85,9 +85,7 @@ func (d Deps) webhooksPageWith(c *ingest.Call, p ingest.Principal, status int, d
 	if err != nil {
 		return unavailable()
 	}
-	msg := data.Error
-	data.frame = frameOf(p, "Webhooks")
-	data.Error = msg
+	data.frame = data.frame.titled(p, "Webhooks")
 	data.Endpoints, data.CanManage, data.ReadOnly = eps, manage, !manage
 	for _, ev := range schemas.WebhookEvents() {
 		data.Events = append(data.Events, eventBox{Name: ev.Name, Description: ev.Description, Checked: slices.Contains(data.Form.Events, ev.Name)})
@@ -110,7 +108,7 @@ func (d Deps) createWebhook(c *ingest.Call) ingest.Result {
 	}
 	form, err := url.ParseQuery(string(c.Body))
 	if err != nil {
-		return d.webhooksPageWith(c, p, 400, webhooksData{frame: frame{Error: "The form could not be read; try again."}})
+		return d.webhooksPageWith(c, p, 400, webhooksData{frame: frame{Error: formUnreadable}})
 	}
 	f := webhookForm{URL: strings.TrimSpace(form.Get("url")), Events: form["event"]}
 	ep, secret, err := d.Webhooks.Create(c.Ctx, p.Workspace, f.URL, f.Events, "")
