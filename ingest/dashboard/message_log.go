@@ -109,10 +109,7 @@ func (d Deps) messagesPage(c *ingest.Call) ingest.Result {
 			data.Chart = chart
 		}
 	}
-	if status != 200 && c.Header("HX-Request") == "true" {
-		status = 200 // htmx swaps 2xx answers only; the error is in the swapped part
-	}
-	return renderScripted(messagesTmpl, status, data)
+	return renderFiltered(c, messagesTmpl, status, data)
 }
 
 // subject is the template's subject line (cached per page in seen); ""

@@ -106,12 +106,7 @@ func (d Deps) requestsPage(c *ingest.Call) ingest.Result {
 			data.Rows = append(data.Rows, requestRow{RequestRow: r, Credential: describeCredential(labels, r)})
 		}
 	}
-	// htmx swaps only 2xx answers: a refused filter is shown in the swapped
-	// table with 200; without htmx the page answers with its real status.
-	if status != 200 && c.Header("HX-Request") == "true" {
-		status = 200
-	}
-	return renderScripted(requestsTmpl, status, data)
+	return renderFiltered(c, requestsTmpl, status, data)
 }
 
 // credentialLabels names the workspace's API keys and OAuth connections by

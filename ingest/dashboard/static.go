@@ -103,3 +103,14 @@ func renderScripted(t *template.Template, status int, data any) ingest.Result {
 		"Vary":                    "HX-Request",
 	}}
 }
+
+// renderFiltered is renderScripted for a page whose GET filter form htmx
+// submits. htmx swaps only 2xx answers, so a refused filter (its error
+// shown in the swapped part) answers htmx with 200; without htmx the page
+// answers with its real status.
+func renderFiltered(c *ingest.Call, t *template.Template, status int, data any) ingest.Result {
+	if status != 200 && c.Header("HX-Request") == "true" {
+		status = 200
+	}
+	return renderScripted(t, status, data)
+}
