@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"sendstream/ingest/ingesttest"
-	"sendstream/ingest/ingesttest/browser"
 	"sendstream/schemas"
 )
 
@@ -20,23 +19,7 @@ func TestBrowserCreatesUsesAndDeletesAKey(t *testing.T) {
 	email := "b" + strings.ToLower(schemas.NewID()) + "@example.com"
 	adminMember(t, ws, email, "member", "api_keys.manage")
 
-	p := browser.Launch(t).NewPage(t)
-	where := func() string {
-		t.Helper()
-		var path string
-		p.Eval(t, `location.pathname + location.search`, &path)
-		return path
-	}
-	p.Navigate(t, e.h.URL+"/")
-	if got := where(); got != "/login?next=%2F" {
-		t.Fatalf("/ without a session landed on %q, want the sign-in page", got)
-	}
-	p.Eval(t, `document.getElementById("email").value = `+strconv.Quote(email)+`;
-		document.getElementById("password").value = "correct horse"; true`, nil)
-	p.Submit(t, `document.querySelector('form[action="/login"] button[type=submit]').click()`)
-	if got := where(); got != "/settings/api-keys" {
-		t.Fatalf("after signing in the browser is on %q, want /settings/api-keys", got)
-	}
+	p := signedInPage(t, e.h.URL, "/", "/settings/api-keys", email)
 
 	p.Eval(t, `document.getElementById("name").value = "browser key";
 		document.querySelector('input[name=scope][value="contacts:read"]').checked = true; true`, nil)
@@ -63,7 +46,7 @@ func TestBrowserCreatesUsesAndDeletesAKey(t *testing.T) {
 	}
 	p.Submit(t, `[...document.querySelectorAll("tr[data-key-id]")].find(r => r.cells[0].textContent === "browser key").querySelector("button").click()`)
 	p.Eval(t, `[...document.querySelectorAll("tr[data-key-id]")].filter(r => r.cells[0].textContent === "browser key").length`, &rows)
-	if got := where(); got != "/settings/api-keys" || rows != 0 {
+	if got := where(t, p); got != "/settings/api-keys" || rows != 0 {
 		t.Fatalf("after deleting: on %q with %d rows named browser key, want the list without it", got, rows)
 	}
 	if !e.refused(key) {
@@ -72,7 +55,7 @@ func TestBrowserCreatesUsesAndDeletesAKey(t *testing.T) {
 
 	p.Submit(t, `document.querySelector('form[action="/logout"] button').click()`)
 	p.Navigate(t, e.h.URL+"/settings/api-keys")
-	if got := where(); got != "/login?next=%2Fsettings%2Fapi-keys" {
+	if got := where(t, p); got != "/login?next=%2Fsettings%2Fapi-keys" {
 		t.Errorf("after signing out the keys page landed on %q, want the sign-in page", got)
 	}
 	if ex := p.Exceptions(); len(ex) > 0 {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"sendstream/ingest/ingesttest"
-	"sendstream/ingest/ingesttest/browser"
 	"sendstream/schemas"
 )
 
@@ -24,23 +23,7 @@ func TestBrowserCreatesAWebhookEndpoint(t *testing.T) {
 	adminMember(t, ws, email, "owner", "")
 	target, _ := receiver(t)
 
-	p := browser.Launch(t).NewPage(t)
-	where := func() string {
-		t.Helper()
-		var path string
-		p.Eval(t, `location.pathname + location.search`, &path)
-		return path
-	}
-	p.Navigate(t, e.h.URL+"/settings/webhooks")
-	if got := where(); got != "/login?next=%2Fsettings%2Fwebhooks" {
-		t.Fatalf("the webhooks page without a session landed on %q, want the sign-in page", got)
-	}
-	p.Eval(t, `document.getElementById("email").value = `+strconv.Quote(email)+`;
-		document.getElementById("password").value = "correct horse"; true`, nil)
-	p.Submit(t, `document.querySelector('form[action="/login"] button[type=submit]').click()`)
-	if got := where(); got != "/settings/webhooks" {
-		t.Fatalf("after signing in the browser is on %q, want /settings/webhooks", got)
-	}
+	p := signedInPage(t, e.h.URL, "/settings/webhooks", "/settings/webhooks", email)
 
 	p.Eval(t, `document.getElementById("url").value = `+strconv.Quote(target)+`;
 		document.querySelector('input[name=event][value="CONTACT_CREATED"]').checked = true; true`, nil)
@@ -62,7 +45,7 @@ func TestBrowserCreatesAWebhookEndpoint(t *testing.T) {
 	var listed, shown bool
 	p.Eval(t, `[...document.querySelectorAll("tr[data-endpoint-id]")].some(r => r.textContent.includes(`+strconv.Quote(target)+`) && r.textContent.includes("CONTACT_CREATED") && r.textContent.includes("enabled"))`, &listed)
 	p.Eval(t, `document.documentElement.outerHTML.includes(`+strconv.Quote(strings.TrimPrefix(secret, "whsec_")[:16])+`)`, &shown)
-	if got := where(); got != "/settings/webhooks" || !listed || shown {
+	if got := where(t, p); got != "/settings/webhooks" || !listed || shown {
 		t.Fatalf("on %q: endpoint listed %v, secret shown again %v; want the list with the endpoint and without the secret", got, listed, shown)
 	}
 

@@ -2,13 +2,11 @@ package dashboard_test
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"sendstream/ingest/ingesttest"
-	"sendstream/ingest/ingesttest/browser"
 	"sendstream/schemas"
 )
 
@@ -37,20 +35,7 @@ func TestBrowserFiltersRequestLogWithHTMX(t *testing.T) {
 	email := "b" + strings.ToLower(schemas.NewID()) + "@example.com"
 	adminMember(t, ws, email, "owner", "")
 
-	pg := browser.Launch(t).NewPage(t)
-	var where string
-	pg.Navigate(t, p.h.URL+"/logs/requests")
-	pg.Eval(t, `location.pathname + location.search`, &where)
-	if where != "/login?next=%2Flogs%2Frequests" {
-		t.Fatalf("the request log without a session landed on %q", where)
-	}
-	pg.Eval(t, `document.getElementById("email").value = `+strconv.Quote(email)+`;
-		document.getElementById("password").value = "correct horse"; true`, nil)
-	pg.Submit(t, `document.querySelector('form[action="/login"] button[type=submit]').click()`)
-	pg.Eval(t, `location.pathname`, &where)
-	if where != "/logs/requests" {
-		t.Fatalf("after signing in the browser is on %q, want /logs/requests", where)
-	}
+	pg := signedInPage(t, p.h.URL, "/logs/requests", "/logs/requests", email)
 	statuses := func() []string {
 		t.Helper()
 		var s []string
