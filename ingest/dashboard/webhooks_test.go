@@ -160,17 +160,15 @@ func TestWebhookPagesPermissions(t *testing.T) {
 	ws, _, owner := e.member("", "owner", "")
 	target, _ := receiver(t)
 	id, secret := e.createEndpoint(owner, target, "CONTACT_CREATED")
-	writes := []struct {
-		path string
-		form url.Values
-	}{
-		{"/settings/webhooks", endpointForm(target, "CONTACT_CREATED")},
-		{"/settings/webhooks/" + id + "/disable", url.Values{}},
-		{"/settings/webhooks/" + id + "/enable", url.Values{}},
-		{"/settings/webhooks/" + id + "/rotate-secret", url.Values{}},
-		{"/settings/webhooks/" + id + "/delete", url.Values{}},
-		{"/settings/webhooks/" + id + "/replay", url.Values{"message": {"m1"}}},
+	writes := []pageCall{
+		{"POST", "/settings/webhooks", endpointForm(target, "CONTACT_CREATED")},
+		{"POST", "/settings/webhooks/" + id + "/disable", url.Values{}},
+		{"POST", "/settings/webhooks/" + id + "/enable", url.Values{}},
+		{"POST", "/settings/webhooks/" + id + "/rotate-secret", url.Values{}},
+		{"POST", "/settings/webhooks/" + id + "/delete", url.Values{}},
+		{"POST", "/settings/webhooks/" + id + "/replay", url.Values{"message": {"m1"}}},
 	}
+	reads := []pageCall{{"GET", "/settings/webhooks", nil}, {"GET", "/settings/webhooks/" + id, nil}}
 	unchanged := func(who string) {
 		t.Helper()
 		eps := e.list(ws)
@@ -185,16 +183,7 @@ func TestWebhookPagesPermissions(t *testing.T) {
 	// it or a custom role with other permissions may not even look.
 	for _, c := range []struct{ role, perms string }{{"member", ""}, {"member", "api_keys.manage"}, {"custom", "api_keys.manage"}} {
 		_, _, cookie := e.member(ws, c.role, c.perms)
-		for _, path := range []string{"/settings/webhooks", "/settings/webhooks/" + id} {
-			if resp, body := e.do("GET", path, cookie, nil, nil); resp.StatusCode != 403 || !strings.Contains(body, "owners and admins") || strings.Contains(body, target) {
-				t.Errorf("GET %s as %s %q: %d, want 403 without the endpoint", path, c.role, c.perms, resp.StatusCode)
-			}
-		}
-		for _, w := range writes {
-			if resp, _ := e.do("POST", w.path, cookie, w.form, nil); resp.StatusCode != 403 {
-				t.Errorf("POST %s as %s %q: %d, want 403", w.path, c.role, c.perms, resp.StatusCode)
-			}
-		}
+		e.expectRefused(cookie, c.role+" "+c.perms, append(reads, writes...), "owners and admins", target)
 		unchanged(c.role)
 	}
 
@@ -214,11 +203,7 @@ func TestWebhookPagesPermissions(t *testing.T) {
 	if resp, body := e.do("GET", "/settings/webhooks/"+id, support, nil, nil); resp.StatusCode != 200 || !strings.Contains(body, target) || strings.Contains(body, "/replay") {
 		t.Errorf("support staff on the endpoint's page: %d, want 200 without a Replay button", resp.StatusCode)
 	}
-	for _, w := range writes {
-		if resp, body := e.do("POST", w.path, support, w.form, nil); resp.StatusCode != 403 || !strings.Contains(body, "read-only") {
-			t.Errorf("support staff POST %s: %d, want 403", w.path, resp.StatusCode)
-		}
-	}
+	e.expectRefused(support, "support staff", writes, "read-only", "whsec_")
 	unchanged("support staff")
 
 	// Another workspace's owner sees none of it.
