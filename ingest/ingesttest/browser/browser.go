@@ -275,3 +275,14 @@ func (p *Page) Submit(t testing.TB, expr string) {
 	p.Eval(t, expr, nil)
 	p.b.waitEvent(t, p.session, "Page.loadEventFired", 30*time.Second)
 }
+
+// Screenshot returns a PNG of the page's whole document (for looking at a
+// page while writing a test; tests assert on the DOM, not on pixels).
+func (p *Page) Screenshot(t testing.TB) []byte {
+	t.Helper()
+	var shot struct {
+		Data []byte `json:"data"` // base64 in JSON: decoded by encoding/json
+	}
+	p.b.call(t, p.session, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true}, &shot)
+	return shot.Data
+}
