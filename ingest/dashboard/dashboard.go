@@ -193,18 +193,28 @@ func (f frame) titled(p ingest.Principal, title string) frame {
 // formUnreadable is a page's error when its POST body is not a form.
 const formUnreadable = "The form could not be read; try again."
 
-// render executes a page's template set. Pages are never cached (one
-// shows a new key) and never framed.
+// pageCSP is the policy of a page without scripts.
+const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// render executes a page's template set under pageCSP.
 func render(t *template.Template, status int, data any) ingest.Result {
+	return renderPolicy(t, status, data, pageCSP, "")
+}
+
+// renderPolicy executes a page's template set and answers it with status
+// under the Content-Security-Policy csp; vary names the request header
+// the answer also depends on ("" for none). Pages are never cached (one
+// shows a new key) and never framed.
+func renderPolicy(t *template.Template, status int, data any, csp, vary string) ingest.Result {
 	var b bytes.Buffer
 	if err := t.ExecuteTemplate(&b, "layout", data); err != nil {
 		return ingest.Fail(500, "internal_error", "rendering the page: "+err.Error())
 	}
-	return ingest.Result{Status: status, Raw: b.Bytes(), ContentType: "text/html; charset=utf-8", Headers: map[string]string{
-		"Cache-Control":           "no-store",
-		"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-		"X-Frame-Options":         "DENY",
-	}}
+	h := map[string]string{"Cache-Control": "no-store", "Content-Security-Policy": csp, "X-Frame-Options": "DENY"}
+	if vary != "" {
+		h["Vary"] = vary
+	}
+	return ingest.Result{Status: status, Raw: b.Bytes(), ContentType: "text/html; charset=utf-8", Headers: h}
 }
 
 // errorPage is a page that only says what went wrong (in the layout).

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -89,28 +88,14 @@ func notFoundText() ingest.Result {
 // on every page (the layout's, htmx's indicator and uPlot's).
 const scriptCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// renderScripted is render for a page that loads /static scripts (htmx,
-// uPlot): the same answer with scriptCSP instead of the script-free policy.
-func renderScripted(t *template.Template, status int, data any) ingest.Result {
-	var b bytes.Buffer
-	if err := t.ExecuteTemplate(&b, "layout", data); err != nil {
-		return ingest.Fail(500, "internal_error", "rendering the page: "+err.Error())
-	}
-	return ingest.Result{Status: status, Raw: b.Bytes(), ContentType: "text/html; charset=utf-8", Headers: map[string]string{
-		"Cache-Control":           "no-store",
-		"Content-Security-Policy": scriptCSP,
-		"X-Frame-Options":         "DENY",
-		"Vary":                    "HX-Request",
-	}}
-}
-
-// renderFiltered is renderScripted for a page whose GET filter form htmx
-// submits. htmx swaps only 2xx answers, so a refused filter (its error
-// shown in the swapped part) answers htmx with 200; without htmx the page
-// answers with its real status.
+// renderFiltered renders a page that loads /static scripts (htmx, uPlot)
+// and whose GET filter form htmx submits: under scriptCSP instead of
+// pageCSP, varying with HX-Request. htmx swaps only 2xx answers, so a
+// refused filter (its error shown in the swapped part) answers htmx with
+// 200; without htmx the page answers with its real status.
 func renderFiltered(c *ingest.Call, t *template.Template, status int, data any) ingest.Result {
 	if status != 200 && c.Header("HX-Request") == "true" {
 		status = 200
 	}
-	return renderScripted(t, status, data)
+	return renderPolicy(t, status, data, scriptCSP, "HX-Request")
 }
