@@ -17,6 +17,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -188,6 +189,22 @@ func frameOf(p ingest.Principal, title string) frame {
 func (f frame) titled(p ingest.Principal, title string) frame {
 	f.Title, f.Email, f.WorkspaceName = title, p.Email, p.WorkspaceName
 	return f
+}
+
+// checkBox is one checkbox of a page's form.
+type checkBox struct {
+	Name    string
+	Checked bool
+}
+
+// boxes are the checkboxes of all, those in checked ticked (a refused
+// form shown again as it was sent).
+func boxes(all, checked []string) []checkBox {
+	out := make([]checkBox, len(all))
+	for i, n := range all {
+		out[i] = checkBox{Name: n, Checked: slices.Contains(checked, n)}
+	}
+	return out
 }
 
 // formUnreadable is a page's error when its POST body is not a form.

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"errors"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -20,14 +19,9 @@ type keysData struct {
 	Keys      []auth.APIKey
 	CanManage bool // the forms: api_keys.manage
 	ReadOnly  bool // support staff: the list only
-	Scopes    []scopeBox
+	Scopes    []checkBox
 	Form      keyForm
 	Created   *createdKey // the new key, shown once in the POST's answer
-}
-
-type scopeBox struct {
-	Name    string
-	Checked bool
 }
 
 type keyForm struct {
@@ -54,9 +48,7 @@ func (d Deps) page(c *ingest.Call, p ingest.Principal, status int, data keysData
 	}
 	data.frame = data.frame.titled(p, "API keys")
 	data.Keys, data.CanManage, data.ReadOnly = keys, manage, !manage
-	for _, s := range auth.Scopes {
-		data.Scopes = append(data.Scopes, scopeBox{Name: s, Checked: slices.Contains(data.Form.Scopes, s)})
-	}
+	data.Scopes = boxes(auth.Scopes, data.Form.Scopes)
 	return render(keysTmpl, status, data)
 }
 

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"errors"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -48,7 +47,7 @@ type membersData struct {
 	CanManage   bool // the forms: members.manage
 	Support     bool // support staff: read-only whatever they hold
 	Roles       []roleOption
-	Perms       []scopeBox
+	Perms       []checkBox
 	Form        inviteForm
 	Invited     *members.Invitation // the new invitation, its link shown once
 }
@@ -112,9 +111,7 @@ func (d Deps) membersPageWith(c *ingest.Call, p ingest.Principal, status int, da
 			data.Roles = append(data.Roles, roleOption{Name: r, Selected: r == data.Form.Role})
 		}
 	}
-	for _, perm := range members.Permissions {
-		data.Perms = append(data.Perms, scopeBox{Name: perm, Checked: slices.Contains(data.Form.Perms, perm)})
-	}
+	data.Perms = boxes(members.Permissions, data.Form.Perms)
 	return render(membersTmpl, status, data)
 }
 

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"errors"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -50,11 +49,6 @@ type appsData struct {
 	Secret    *appSecret // a new or rotated secret, shown once in the POST's answer
 }
 
-type checkBox struct {
-	Name    string
-	Checked bool
-}
-
 type appForm struct {
 	Name, Type, RedirectURIs string
 	Grants, Scopes           []string
@@ -63,14 +57,6 @@ type appForm struct {
 type appSecret struct {
 	AppName, ClientID, Secret string
 	Rotated                   bool
-}
-
-func boxes(all, checked []string) []checkBox {
-	out := make([]checkBox, len(all))
-	for i, n := range all {
-		out[i] = checkBox{Name: n, Checked: slices.Contains(checked, n)}
-	}
-	return out
 }
 
 // appsPageWith renders the list around data (the form state, an error or
