@@ -18,7 +18,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -242,4 +245,20 @@ func errorPage(p ingest.Principal, status int, msg string) ingest.Result {
 // unavailable is the answer when the session or the store cannot be read.
 func unavailable() ingest.Result {
 	return ingest.Result{Status: 503, Raw: []byte("The dashboard is unavailable right now; try again later.\n"), ContentType: "text/plain; charset=utf-8"}
+}
+
+// inWords is a store refusal as a sentence: without what wraps the
+// sentinel and the sentinel's own text ("not allowed: ", "invalid: ",
+// "invalid OAuth app: "), capitalised, with a full stop.
+func inWords(err, sentinel error) string {
+	s := err.Error()
+	if i := strings.Index(s, sentinel.Error()+": "); i >= 0 {
+		s = s[i+len(sentinel.Error())+2:]
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	s = string(unicode.ToUpper(r)) + s[n:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
 }

@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"sendstream/ingest"
 	"sendstream/ingest/members"
@@ -179,19 +177,4 @@ func (d Deps) revokeInvitation(c *ingest.Call) ingest.Result {
 		return d.membersPageWith(c, p, 403, membersData{frame: frame{Error: inWords(err, members.ErrForbidden)}})
 	}
 	return unavailable()
-}
-
-// inWords is a store refusal as a sentence: without the sentinel's
-// prefix ("not allowed: ", "invalid: "), capitalised, with a full stop.
-func inWords(err, sentinel error) string {
-	s := err.Error()
-	if i := strings.Index(s, sentinel.Error()+": "); i >= 0 {
-		s = s[i+len(sentinel.Error())+2:]
-	}
-	r, n := utf8.DecodeRuneInString(s)
-	s = string(unicode.ToUpper(r)) + s[n:]
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
 }

@@ -92,19 +92,6 @@ var appsRule = rule{back: appsPath, perm: members.PermAPIKeys, anyoneReads: true
 	support: "Support staff have read-only access: OAuth apps cannot be created, rotated, deleted or disconnected.",
 	denied:  "Managing OAuth apps needs the api_keys.manage permission; ask an owner or admin."}
 
-// invalidDetail is the reason in an oauth.ErrInvalid error, without the
-// wrapping ("create oauth app: invalid OAuth app: ").
-func invalidDetail(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, oauth.ErrInvalid.Error()+": "); i >= 0 {
-		msg = msg[i+len(oauth.ErrInvalid.Error())+2:]
-	}
-	if msg == "" {
-		return msg
-	}
-	return strings.ToUpper(msg[:1]) + msg[1:] + "."
-}
-
 func (d Deps) createApp(c *ingest.Call) ingest.Result {
 	p, res, ok := d.allowed(c, appsRule, true)
 	if !ok {
@@ -137,7 +124,7 @@ func (d Deps) createApp(c *ingest.Call) ingest.Result {
 	case errors.Is(err, oauth.ErrForbidden):
 		return bad(403, "Managing OAuth apps needs the api_keys.manage permission; nothing was created.")
 	case errors.Is(err, oauth.ErrInvalid):
-		return bad(400, invalidDetail(err)+" Nothing was created.")
+		return bad(400, inWords(err, oauth.ErrInvalid)+" Nothing was created.")
 	}
 	return unavailable()
 }
