@@ -147,9 +147,16 @@ func (e *env) do(method, path, cookie string, form url.Values, headers map[strin
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	return e.send(req)
+}
+
+// send sends req with e's client (redirects not followed) and returns the
+// answer and its body; a request that gets no answer fails the test.
+func (e *env) send(req *http.Request) (*http.Response, string) {
+	e.t.Helper()
 	resp, err := e.client.Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		e.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

@@ -67,13 +67,8 @@ func (e *env) jsonCall(method, path, cookie string, body any) (int, string) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
 	req.Header.Set("Cookie", cookie)
-	resp, err := e.client.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	resp, b := e.send(req)
+	return resp.StatusCode, b
 }
 
 // mailTo waits for the message to addr on srv and returns its subject,
