@@ -30,6 +30,7 @@ func (d Deps) connectedAppRoutes() []ingest.Route {
 // connectedRule: every member reads the connected apps; api_keys.manage
 // disconnects them (support staff never).
 var connectedRule = rule{back: connectedPath, perm: members.PermAPIKeys, anyoneReads: true,
+	ready:   func(d Deps) bool { return d.OAuth != nil },
 	support: "Support staff have read-only access: apps cannot be disconnected.",
 	denied:  "Disconnecting apps needs the api_keys.manage permission; ask an owner or admin."}
 

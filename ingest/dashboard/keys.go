@@ -36,6 +36,7 @@ type createdKey struct {
 // keysRule: api_keys.manage manages the keys; support staff read them;
 // other members are refused.
 var keysRule = rule{back: keysPath, perm: members.PermAPIKeys,
+	ready:   func(d Deps) bool { return d.Keys != nil },
 	support: "Support staff have read-only access: keys cannot be created or deleted.",
 	denied:  "Managing API keys needs the api_keys.manage permission; ask an owner or admin."}
 

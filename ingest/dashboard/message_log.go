@@ -39,7 +39,8 @@ func (d Deps) messageLogRoutes() []ingest.Route {
 
 // messagesRule: every member and support staff read the message log; it
 // has no forms.
-var messagesRule = rule{back: messagesPath, anyoneReads: true}
+var messagesRule = rule{back: messagesPath, anyoneReads: true,
+	ready: func(d Deps) bool { return d.Messages != nil }}
 
 type messagesData struct {
 	frame

@@ -89,6 +89,7 @@ func (d Deps) appsPage(c *ingest.Call) ingest.Result {
 // appsRule: every member reads the OAuth apps; api_keys.manage manages
 // them (support staff never).
 var appsRule = rule{back: appsPath, perm: members.PermAPIKeys, anyoneReads: true,
+	ready:   func(d Deps) bool { return d.OAuth != nil },
 	support: "Support staff have read-only access: OAuth apps cannot be created, rotated, deleted or disconnected.",
 	denied:  "Managing OAuth apps needs the api_keys.manage permission; ask an owner or admin."}
 

@@ -40,6 +40,7 @@ type tokensData struct {
 // default, custom roles that name it) manages the tokens; support staff
 // read them; other members are refused.
 var tokensRule = rule{back: tokensPath, perm: members.PermTrackingTokens,
+	ready:   func(d Deps) bool { return d.Keys != nil },
 	support: "Support staff have read-only access: tracking tokens cannot be created or deleted.",
 	denied:  "Managing tracking tokens needs the tracking_tokens.manage permission; ask an owner or admin."}
 
