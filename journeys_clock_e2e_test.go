@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
-	"mime/multipart"
-	"mime/quotedprintable"
 	"net/http"
 	"net/mail"
 	"runtime/debug"
@@ -312,37 +309,14 @@ func readMail(t *testing.T, data []byte) (to, subject, text string) {
 // htmlPart returns the decoded text/html part of a body of content type ct.
 func htmlPart(t *testing.T, ct, cte string, body io.Reader) string {
 	t.Helper()
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil {
-		t.Fatalf("content type %q: %v", ct, err)
-	}
-	if strings.HasPrefix(mt, "multipart/") {
-		r := multipart.NewReader(body, params["boundary"])
-		for {
-			p, err := r.NextPart() // decodes quoted-printable itself
-			if err == io.EOF {
-				return ""
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s := htmlPart(t, p.Header.Get("Content-Type"), p.Header.Get("Content-Transfer-Encoding"), p); s != "" {
-				return s
-			}
-		}
-	}
-	if mt != "text/html" {
-		return ""
-	}
-	switch strings.ToLower(cte) {
-	case "base64":
-		body = base64.NewDecoder(base64.StdEncoding, body)
-	case "quoted-printable":
-		body = quotedprintable.NewReader(body)
-	}
-	b, err := io.ReadAll(body)
+	parts, err := smtptest.Parts(ct, cte, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	for _, p := range parts {
+		if p.Type == "text/html" {
+			return p.Text
+		}
+	}
+	return ""
 }

@@ -3,12 +3,9 @@ package dashboard_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"mime"
-	"mime/multipart"
-	"mime/quotedprintable"
 	"net/http"
 	"net/mail"
 	"net/url"
@@ -95,33 +92,16 @@ func mailTo(t *testing.T, srv *smtptest.Server, addr string) (subject, from, tex
 // decodeParts returns the decoded text of every leaf part of a MIME body.
 func decodeParts(t *testing.T, ctype, cte string, body io.Reader) string {
 	t.Helper()
-	mt, params, err := mime.ParseMediaType(ctype)
+	parts, err := smtptest.Parts(ctype, cte, body)
 	if err != nil {
-		t.Fatalf("content type %q: %v", ctype, err)
+		t.Fatal(err)
 	}
-	if strings.HasPrefix(mt, "multipart/") {
-		var out strings.Builder
-		r := multipart.NewReader(body, params["boundary"])
-		for {
-			part, err := r.NextRawPart()
-			if err == io.EOF {
-				return out.String()
-			}
-			if err != nil {
-				t.Fatalf("multipart: %v", err)
-			}
-			out.WriteString(decodeParts(t, part.Header.Get("Content-Type"), part.Header.Get("Content-Transfer-Encoding"), part))
-			out.WriteString("\n")
-		}
+	var out strings.Builder
+	for _, p := range parts {
+		out.WriteString(p.Text)
+		out.WriteString("\n")
 	}
-	data, _ := io.ReadAll(body)
-	switch strings.ToLower(cte) {
-	case "quoted-printable":
-		data, _ = io.ReadAll(quotedprintable.NewReader(bytes.NewReader(data)))
-	case "base64":
-		data, _ = io.ReadAll(base64.NewDecoder(base64.StdEncoding, bytes.NewReader(data)))
-	}
-	return string(data)
+	return out.String()
 }
 
 // messageStatus waits until the transactional message of ws to addr has
