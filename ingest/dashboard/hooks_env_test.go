@@ -62,13 +62,9 @@ func startHooks(t *testing.T, stages bool) *hooksEnv {
 	h := e.h
 	pub.set(h.Publisher)
 	if stages {
-		var run []pipeline.Registered
-		for _, name := range []string{webhookdelivery.Name, webhooklog.Name, webhooklog.BodiesName} {
-			s, ok := pipeline.Lookup(name)
-			if !ok {
-				t.Fatalf("stage %s not registered", name)
-			}
-			run = append(run, s)
+		run, err := pipeline.SelectStages(webhookdelivery.Name, webhooklog.Name, webhooklog.BodiesName)
+		if err != nil {
+			t.Fatal(err)
 		}
 		settings := map[string]string{"secret": hooksSecret, "webhook_allow_private": "127.0.0.0/8", "webhook_insecure_tls": "1",
 			"topic_prefix": "dash" + strings.ToLower(schemas.NewID())} // a retry queue of its own

@@ -49,13 +49,9 @@ func startPages(t *testing.T) *pages {
 	routes = append(routes, transactional.Routes(transactional.Deps{PG: pg, Contacts: cs, Secret: secret})...)
 	e := serveDashboard(t, dashboard.Deps{OAuth: ost, ClickHouse: ch, Messages: ts}, cs, routes...)
 	h := e.h
-	var stages []pipeline.Registered
-	for _, name := range []string{requestlog.Name, messagelog.Name, messagelog.StatusName, delivery.Name} {
-		s, ok := pipeline.Lookup(name)
-		if !ok {
-			t.Fatalf("stage %s not registered", name)
-		}
-		stages = append(stages, s)
+	stages, err := pipeline.SelectStages(requestlog.Name, messagelog.Name, messagelog.StatusName, delivery.Name)
+	if err != nil {
+		t.Fatal(err)
 	}
 	smtp := smtptest.Start(t, smtptest.Options{})
 	settings := map[string]string{"site_url": h.URL, "secret": secret, "smtp_url": "smtp://" + smtp.Addr + "?tls=none"}

@@ -176,13 +176,9 @@ func TestDoubleOptInEndToEnd(t *testing.T) {
 // on h's broker until the test ends.
 func runStages(t *testing.T, h *ingesttest.Harness, pool *pgxpool.Pool, ch driver.Conn, smtpURL string) {
 	t.Helper()
-	var stages []pipeline.Registered
-	for _, name := range []string{optin.Name, delivery.Name, messagelog.Name, messagelog.StatusName} {
-		reg, ok := pipeline.Lookup(name)
-		if !ok {
-			t.Fatalf("stage %s not registered", name)
-		}
-		stages = append(stages, reg)
+	stages, err := pipeline.SelectStages(optin.Name, delivery.Name, messagelog.Name, messagelog.StatusName)
+	if err != nil {
+		t.Fatal(err)
 	}
 	pipelinetest.Start(context.Background(), t, "pipeline", pipeline.RunConfig{
 		Brokers: h.Brokers, Stages: stages,

@@ -47,13 +47,9 @@ func TestAttemptsFromTheBrokerLoggedOnce(t *testing.T) {
 	if err := prod.EnsureTopics(ctx, schemas.AllTopics, 4); err != nil {
 		t.Fatal(err)
 	}
-	var stages []pipeline.Registered
-	for _, name := range []string{webhooklog.Name, webhooklog.BodiesName} {
-		reg, ok := pipeline.Lookup(name)
-		if !ok {
-			t.Fatalf("stage %s not registered", name)
-		}
-		stages = append(stages, reg)
+	stages, err := pipeline.SelectStages(webhooklog.Name, webhooklog.BodiesName)
+	if err != nil {
+		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
