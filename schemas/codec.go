@@ -194,7 +194,10 @@ var payloadKey = []byte(`,"payload":`)
 // data's memory when the fast path decodes it: data must not be modified
 // while env is in use. Safe for concurrent use on distinct envs. It is for
 // envelopes read back from the broker: the check of the payload takes long
-// strings it found valid before from memory (storedStrings).
+// strings it found valid before from memory (storedStrings). It sets
+// env.PayloadCompact when it checked the payload and found it as
+// AppendEnvelope writes one, so a handler that republishes it unchanged
+// costs no second check.
 func DecodeEnvelope(data []byte, env *Envelope) error {
 	return decodeEnvelope(data, env, true)
 }
@@ -213,10 +216,12 @@ func DecodeEnvelopeUnchecked(data []byte, env *Envelope) error {
 
 func decodeEnvelope(data []byte, env *Envelope, check bool) error {
 	tmp := *env
+	tmp.PayloadCompact = false
 	if fastDecodeEnvelope(data, &tmp, check) {
 		*env = tmp
 		return nil
 	}
+	env.PayloadCompact = false
 	return json.Unmarshal(data, env)
 }
 
@@ -335,6 +340,7 @@ func fastDecodeEnvelope(data []byte, env *Envelope, check bool) bool {
 		case "payload":
 			if !check && seen == 63 && n-1 > i && data[n-1] == '}' && !isSpace(data[i]) && !isSpace(data[n-2]) {
 				env.Payload = json.RawMessage(data[i : n-1 : n-1])
+				env.PayloadCompact = false // not checked
 				return true
 			}
 			v := validator{stored: true}
@@ -343,6 +349,9 @@ func fastDecodeEnvelope(data []byte, env *Envelope, check bool) bool {
 				return false
 			}
 			env.Payload = json.RawMessage(data[i:end:end])
+			// Checked and exactly what AppendEnvelope would write: a
+			// handler republishing it is not checked again.
+			env.PayloadCompact = !v.space && !v.escape
 			i = end
 		default:
 			return false

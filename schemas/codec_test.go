@@ -104,7 +104,13 @@ func checkDecode(t *testing.T, data []byte, init Envelope) {
 	if !bytes.Equal(got.Payload, want.Payload) || (got.Payload == nil) != (want.Payload == nil) {
 		t.Fatalf("payload for %q: got %q, want %q", data, got.Payload, want.Payload)
 	}
+	// A promise of compactness only where json.Marshal keeps the payload
+	// as is (a payload decoded by encoding/json gets none).
+	if got.PayloadCompact && (got.Payload == nil || !isClean(got.Payload)) {
+		t.Fatalf("decode %q: PayloadCompact for payload %q", data, got.Payload)
+	}
 	got.Payload, want.Payload = nil, nil
+	got.PayloadCompact, want.PayloadCompact = false, false
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decode %q:\n got %#v\nwant %#v", data, got, want)
 	}
@@ -128,6 +134,10 @@ func checkUnchecked(t *testing.T, data []byte, init Envelope) {
 	case werr != nil:
 		t.Fatalf("unchecked took %q with a valid payload %q; DecodeEnvelope: %v", data, got.Payload, werr)
 	}
+	if got.PayloadCompact && !isClean(got.Payload) {
+		t.Fatalf("unchecked decode %q promised a compact payload %q", data, got.Payload)
+	}
+	got.PayloadCompact, want.PayloadCompact = false, false
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("unchecked decode %q:\n got %#v\nwant %#v", data, got, want)
 	}
@@ -223,7 +233,10 @@ func TestRoundTrip(t *testing.T) {
 	if !got.OccurredAt.Equal(env.OccurredAt) || !bytes.Equal(got.Payload, env.Payload) {
 		t.Fatalf("round trip changed the envelope: %+v", got)
 	}
-	got.OccurredAt, got.Payload = env.OccurredAt, env.Payload
+	if !got.PayloadCompact {
+		t.Fatal("round trip: AppendEnvelope's own payload not noted as compact")
+	}
+	got.OccurredAt, got.Payload, got.PayloadCompact = env.OccurredAt, env.Payload, env.PayloadCompact
 	if !reflect.DeepEqual(got, env) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, env)
 	}

@@ -29,7 +29,9 @@ type Envelope struct {
 	Payload     json.RawMessage `json:"payload"`
 	// PayloadCompact promises that Payload is valid JSON without
 	// insignificant whitespace, as this module's own encoders write it, so
-	// AppendEnvelope copies it without checking. Not serialised.
+	// AppendEnvelope copies it without checking. DecodeEnvelope sets it
+	// for a payload it checked; whoever copies an Envelope and replaces
+	// its Payload must set it again. Not serialised.
 	PayloadCompact bool `json:"-"`
 }
 

@@ -232,16 +232,19 @@ func outputs(env schemas.Envelope, p *schemas.EventPayload) []schemas.Envelope {
 		Value: json.Number(p.Value), Currency: p.Currency, ExternalID: p.ExternalID,
 		OccurredAt: p.OccurredAt, Properties: p.Properties,
 	})
+	// data is compact when the payload it copies from was (its
+	// properties are a span of it) and the value is a plain number.
+	compact := env.PayloadCompact && plainNumber(p.Value)
 	outs := []schemas.Envelope{
 		{
 			ID: schemas.ChildID(env.ID, schemas.TypeWebhookEventRecorded, 0), Workspace: env.Workspace,
 			Type: schemas.TypeWebhookEventRecorded, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
-			Traceparent: env.Traceparent, Payload: data,
+			Traceparent: env.Traceparent, Payload: data, PayloadCompact: compact,
 		},
 		{
 			ID: schemas.ChildID(env.ID, schemas.TypeEventMatched, 0), Workspace: env.Workspace,
 			Type: schemas.TypeEventMatched, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
-			Traceparent: env.Traceparent, Payload: env.Payload,
+			Traceparent: env.Traceparent, Payload: env.Payload, PayloadCompact: env.PayloadCompact,
 		},
 	}
 	if p.GoalType != "" {
@@ -252,10 +255,23 @@ func outputs(env schemas.Envelope, p *schemas.EventPayload) []schemas.Envelope {
 		outs = append(outs, schemas.Envelope{
 			ID: schemas.ChildID(env.ID, schemas.TypeWebhookGoalRecorded, 0), Workspace: env.Workspace,
 			Type: schemas.TypeWebhookGoalRecorded, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
-			Traceparent: env.Traceparent, Payload: data,
+			Traceparent: env.Traceparent, Payload: data, PayloadCompact: compact,
 		})
 	}
 	return outs
+}
+
+// plainNumber reports whether v is empty or made only of the characters of
+// a JSON number (no whitespace, nothing json.Marshal would escape).
+func plainNumber(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Flush applies every buffered event in one statement and empties the
