@@ -10,7 +10,8 @@ import (
 // copies the properties object as raw JSON. It gives json.Unmarshal's result
 // for every payload an encoder of EventPayload writes; unlike json.Unmarshal
 // it matches member names exactly. Unknown members are skipped; a member of
-// the wrong type or malformed JSON is an error.
+// the wrong type or malformed JSON is an error: it refuses everything
+// json.Valid refuses.
 func DecodeEventPayload(b []byte) (EventPayload, error) {
 	var p EventPayload
 	err := walkObject(b, "event payload", p.set)
@@ -49,8 +50,10 @@ func (p *EventPayload) set(key string, v []byte) error {
 		}
 		p.Properties = append(json.RawMessage(nil), v...)
 		return nil
-	default: // not a member of EventPayload
-		return nil
+	default: // not a member of EventPayload: checked, so that the walk
+		// refuses whatever json.Valid refuses (a stage may then take the
+		// envelope unchecked, pipeline.Spec.UncheckedPayload)
+		return skipMember("event payload", key, v)
 	}
 	return setString(dst, "event payload", key, v)
 }

@@ -38,7 +38,8 @@ func TestDecodeEventPayloadMatchesEncodingJSON(t *testing.T) {
 	if err != nil || got.Event != "x" || got.Email != "" || got.Properties != nil || !got.OccurredAt.Equal(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)) {
 		t.Fatalf("%+v %v", got, err)
 	}
-	for _, bad := range []string{``, `[]`, `{"event":1}`, `{"event":"x"`, `{"event":"x",}`, `{"occurredAt":"yesterday"}`, `{"properties":{"a":}}`, `{"event":"x"} x`} {
+	for _, bad := range []string{``, `[]`, `{"event":1}`, `{"event":"x"`, `{"event":"x",}`, `{"occurredAt":"yesterday"}`, `{"properties":{"a":}}`, `{"event":"x"} x`,
+		"{\"other\":\"a\\qb\"}", "{\"other\":\"\x01\"}"} {
 		if _, err := DecodeEventPayload([]byte(bad)); err == nil {
 			t.Errorf("accepted %q", bad)
 		}

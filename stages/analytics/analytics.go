@@ -41,6 +41,9 @@ func init() {
 		Consumes:      schemas.TopicEvents,
 		Defaults:      Config{},
 		FetchMinBytes: pipeline.BatchFetchBytes, // rows are inserted about once a second
+		// DecodeEventPayload refuses whatever json.Valid refuses, so the
+		// payload is not checked twice.
+		UncheckedPayload: true,
 		New: func(ctx context.Context, r pipeline.Resources, cfg Config) (pipeline.Stage, error) {
 			return New(ctx, r, cfg)
 		},
