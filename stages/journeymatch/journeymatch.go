@@ -65,6 +65,10 @@ func init() {
 		// One contact's envelopes in order (key "<workspace>:<contactId>"),
 		// different contacts concurrently.
 		Concurrency: 16,
+		// Both payload decoders (DecodeEventPayload, json.Unmarshal)
+		// refuse whatever json.Valid refuses; every event's hand-off
+		// passes here, mostly for workspaces without journeys.
+		UncheckedPayload: true,
 		New: func(_ context.Context, r pipeline.Resources, _ Config) (pipeline.Stage, error) {
 			if r.Postgres == nil {
 				return nil, errors.New(Name + ": needs Postgres")
