@@ -156,7 +156,12 @@ type SendPayload struct {
 	// encoding HTML again. Never decoded.
 	HTMLJSON []byte `json:"-"`
 
-	Data    json.RawMessage   `json:"data,omitempty"` // the request's data object
+	Data json.RawMessage `json:"data,omitempty"` // the request's data object
+	// DataCompact promises that Data is valid JSON without whitespace
+	// outside strings (a span of a request body the server checked), so
+	// AppendSendPayload does not check it again. Not serialised.
+	DataCompact bool `json:"-"`
+
 	Contact *RecipientContact `json:"contact,omitempty"`
 
 	Attachments []Attachment `json:"attachments,omitempty"`

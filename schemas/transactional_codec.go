@@ -50,7 +50,10 @@ func AppendSendPayload(b []byte, p *SendPayload) ([]byte, error) {
 	b = appendOptMember(b, "text", p.Text)
 	var err error
 	if len(p.Data) > 0 {
-		if b, err = appendRawJSON(append(b, `,"data":`...), p.Data); err != nil {
+		if p.DataCompact && !marshalEscapes(p.Data) {
+			// Checked by the caller; nothing json.Marshal would change.
+			b = append(append(b, `,"data":`...), p.Data...)
+		} else if b, err = appendRawJSON(append(b, `,"data":`...), p.Data); err != nil {
 			return b, fmt.Errorf("encode send payload data: %w", err)
 		}
 	}

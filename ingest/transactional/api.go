@@ -38,6 +38,7 @@ func (a *api) send(c *ingest.Call) ingest.Result {
 	if !errs.empty() {
 		return ingest.Fail(400, codeValidation, errs.message(), errs.fields...)
 	}
+	req.DataCompact = c.BodyCompact && req.DataRaw != nil
 	out, err := a.svc.send(c.Ctx, ws, c.Principal.WorkspaceName, c.RequestID, req, c.Body)
 	if err != nil {
 		return a.internal(err)

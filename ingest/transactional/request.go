@@ -57,8 +57,11 @@ type sendRequest struct {
 	HasHTML     bool
 	// htmlJSON is HTMLContent encoded as a JSON string, when the source
 	// cache has it (the send envelope copies it).
-	htmlJSON    []byte
-	DataRaw     json.RawMessage // the data object as sent; nil when absent
+	htmlJSON []byte
+	DataRaw  json.RawMessage // the data object as sent; nil when absent
+	// DataCompact: DataRaw has no whitespace outside strings (the server
+	// checked the whole body and found none: ingest.Call.BodyCompact).
+	DataCompact bool
 	ExternalID  string
 	Strict      bool
 	Contact     *contactInput

@@ -658,7 +658,7 @@ func (s *service) envelope(p *prepared, id string, at time.Time) (schemas.SendPa
 		WorkspaceName: p.wsName, From: p.from, To: p.req.To, Cc: p.cc, Bcc: p.bcc, ReplyTo: p.req.ReplyTo,
 		Policy:   schemas.PolicyRef{ID: p.policy.ID, Key: p.policy.Key, Kind: p.policy.Kind, Provider: p.policy.Provider},
 		Language: p.language, Subject: p.src.Subject, Preheader: p.src.Preheader, HTML: p.src.HTML, Text: p.src.Text,
-		Data: p.req.DataRaw, Contact: p.contact, Attachments: p.req.Attachments, AcceptedAt: at,
+		Data: p.req.DataRaw, DataCompact: p.req.DataCompact, Contact: p.contact, Attachments: p.req.Attachments, AcceptedAt: at,
 	}
 	if p.tpl != nil {
 		pl.TemplateID, pl.TemplateVersion = p.tpl.ID, p.tpl.Version
