@@ -35,6 +35,8 @@ type result struct {
 }
 
 // outputs returns the envelopes announcing r for the message of env and p.
+// Their payloads are the schemas encoders' json.Marshal bytes (no raw JSON
+// inside), so they are published without a second check (PayloadCompact).
 func outputs(env schemas.Envelope, p *schemas.SendPayload, r result) ([]schemas.Envelope, error) {
 	at := r.at.UTC()
 	ws := env.Workspace
@@ -51,7 +53,7 @@ func outputs(env schemas.Envelope, p *schemas.SendPayload, r result) ([]schemas.
 	}
 	outs := []schemas.Envelope{{ID: schemas.ChildID(p.MessageID, schemas.TypeTransactionalStatus+"/"+r.status, 0),
 		Workspace: ws, Type: schemas.TypeTransactionalStatus, Key: key, OccurredAt: at, CausationID: env.ID,
-		Traceparent: env.Traceparent, Payload: sb}}
+		Traceparent: env.Traceparent, Payload: sb, PayloadCompact: true}}
 	if r.status == schemas.MessageSent {
 		hb, err := schemas.AppendMessageEventData(make([]byte, 0, 192), &schemas.MessageEventData{MessageID: p.MessageID,
 			RFCMessageID: p.RFCMessageID, Email: p.To, ExternalID: p.ExternalID, Provider: provider, OccurredAt: at})
@@ -60,7 +62,7 @@ func outputs(env schemas.Envelope, p *schemas.SendPayload, r result) ([]schemas.
 		}
 		outs = append(outs, schemas.Envelope{ID: schemas.ChildID(p.MessageID, schemas.TypeWebhookTransactionalSent, 0),
 			Workspace: ws, Type: schemas.TypeWebhookTransactionalSent, Key: key, OccurredAt: at, CausationID: env.ID,
-			Traceparent: env.Traceparent, Payload: hb})
+			Traceparent: env.Traceparent, Payload: hb, PayloadCompact: true})
 	}
 	if r.status == schemas.MessageFailed {
 		fb, err := json.Marshal(schemas.TransactionalFailedData{MessageID: p.MessageID, RFCMessageID: p.RFCMessageID,
@@ -70,7 +72,7 @@ func outputs(env schemas.Envelope, p *schemas.SendPayload, r result) ([]schemas.
 		}
 		outs = append(outs, schemas.Envelope{ID: schemas.ChildID(p.MessageID, schemas.TypeWebhookTransactionalFailed, 0),
 			Workspace: ws, Type: schemas.TypeWebhookTransactionalFailed, Key: key, OccurredAt: at, CausationID: env.ID,
-			Traceparent: env.Traceparent, Payload: fb})
+			Traceparent: env.Traceparent, Payload: fb, PayloadCompact: true})
 	}
 	return outs, nil
 }
