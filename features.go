@@ -18,6 +18,7 @@ import (
 	"sendstream/pipeline"
 	"sendstream/sinks/email/render"
 	journeystore "sendstream/sinks/journeys"
+	"sendstream/sinks/timers"
 	"sendstream/sinks/webhook"
 	"sendstream/stages/analytics"
 	"sendstream/stages/requestlog"
@@ -62,7 +63,16 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources, inva
 	routes = append(routes, events.Routes(events.Deps{Store: eventStore})...)
 	// The journey trigger (ingest/journeys): its started announcements go
 	// through the contacts outbox and relay.
-	routes = append(routes, journeys.Routes(journeys.Deps{Store: journeystore.NewStore(res.Postgres, res.ClockOrSystem().Now), Outbox: contactStore})...)
+	// A start whose journey begins with a wait commits the execution in
+	// it with its timer (an insert-only River client on the engine's
+	// queue and clock); without one the engine moves it into the wait.
+	jd := journeys.Deps{Store: journeystore.NewStore(res.Postgres, res.ClockOrSystem().Now), Outbox: contactStore}
+	if t, err := timers.Inserter(ctx, res.Postgres, timers.Config{Queue: timers.QueueFor(cfg.TopicPrefix), Logger: res.Logger, Clock: res.Clock}); err == nil {
+		jd.Timers = t
+	} else if res.Logger != nil {
+		res.Logger.Warn("journey trigger: no timers, starts leave their first wait to the engine", "err", err)
+	}
+	routes = append(routes, journeys.Routes(jd)...)
 	trackingAuth := auth.NewCache(auth.NewStore(res.Postgres), auth.CacheConfig{TTL: cfg.KeyCacheTTL})
 	if inval != nil {
 		inval.Subscribe(trackingAuth.Evict)

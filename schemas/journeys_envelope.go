@@ -35,6 +35,10 @@ type JourneyExecutionStarted struct {
 	// Data is the trigger call's data (api_event) or the event's properties,
 	// kept for Liquid in the journey's emails; null when none.
 	Data json.RawMessage `json:"data"`
+	// NextWakeAt is set when the execution was stored already waiting at
+	// its first step (a wait) until then, its timer committed with it:
+	// the engine has nothing to do for the announcement.
+	NextWakeAt *time.Time `json:"nextWakeAt,omitempty"`
 }
 
 // JourneyStartedEnvelopeID is the envelope id of the started announcement

@@ -20,6 +20,7 @@ import (
 	"sendstream/ingest/journeys"
 	"sendstream/schemas"
 	sj "sendstream/sinks/journeys"
+	"sendstream/sinks/timers"
 )
 
 const triggerPath = "/api/public/journeys/trigger"
@@ -40,8 +41,19 @@ func start(t *testing.T, o ingesttest.WorkspaceOpts) *env {
 	cs := contacts.NewStore(pg)
 	t.Cleanup(cs.Close)
 	store := sj.NewStore(pg, nil)
-	h := ingesttest.Start(t, journeys.Routes(journeys.Deps{Store: store, Outbox: cs})...)
+	// As the server: starts on a journey beginning with a wait commit its
+	// timer (a queue no test process works).
+	tm, err := timers.Inserter(context.Background(), pg, timers.Config{Queue: testQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ingesttest.Start(t, journeys.Routes(journeys.Deps{Store: store, Outbox: cs, Timers: tm})...)
 	ws, key := h.NewWorkspace(t, o)
+	t.Cleanup(func() { // nothing works testQueue: its timers would stay
+		if _, err := pg.Exec(context.Background(), `DELETE FROM river_job WHERE queue = $1 AND args->>'envelope' LIKE '%' || $2 || '%'`, testQueue, ws); err != nil {
+			t.Error(err)
+		}
+	})
 	return &env{h: h, store: store, contacts: cs, ws: ws, key: key}
 }
 

@@ -10,8 +10,9 @@
 // outbox in one transaction (contacts.Store.InOutbox) shared with the
 // starts of concurrent calls (starts.go), publishes it before
 // answering, and deletes the outbox row after the broker's ack; a crash or
-// a failed publish leaves the row to the contacts relay. What executes the
-// steps (the engine) is not built yet.
+// a failed publish leaves the row to the contacts relay. The engine
+// (stages/journeys) runs the steps; a start whose journey begins with a
+// wait is stored already in it, with its timer (first_wait.go).
 package journeys
 
 import (
@@ -64,6 +65,10 @@ type Deps struct {
 	// Outbox is the contacts store whose outbox and relay carry the
 	// started announcements; required.
 	Outbox Outbox
+	// Timers, when not nil, lets a start whose journey begins with a wait
+	// (first_wait.go) insert the execution already in it with its timer
+	// in the start's transaction; nil leaves every wait to the engine.
+	Timers Timers
 }
 
 // Routes returns the trigger endpoint for the ingest server. Body cap (64
@@ -73,8 +78,11 @@ func Routes(d Deps) []ingest.Route {
 	if d.Store == nil || d.Outbox == nil {
 		panic("journeys: Deps.Store and Deps.Outbox are required")
 	}
-	h := &handlers{store: d.Store, outbox: d.Outbox, starts: newStarter(d.Store, d.Outbox),
+	h := &handlers{store: d.Store, outbox: d.Outbox, starts: newStarter(d.Store, d.Outbox, d.Timers),
 		byKey: webhook.NewCache[journeys.Journey](TriggerKeyTTL)}
+	if d.Timers != nil {
+		h.waits = &firstWaits{store: d.Store, known: map[versionKey]*journeys.FirstWait{}}
+	}
 	return []ingest.Route{
 		{Method: "POST", Path: "/api/public/journeys/trigger", Credential: ingest.CredKey, Limit: LimitTrigger,
 			Logged: true, Handle: h.trigger},
@@ -86,6 +94,7 @@ type handlers struct {
 	outbox Outbox
 	starts *starter                         // shared start transactions (starts.go)
 	byKey  *webhook.Cache[journeys.Journey] // trigger key's hash → its journey
+	waits  *firstWaits                      // nil without Deps.Timers
 }
 
 // TriggerKeyTTL is how long the trigger endpoint reuses what it read of a
@@ -169,9 +178,13 @@ func (h *handlers) trigger(c *ingest.Call) ingest.Result {
 	if msg != "" {
 		return ingest.Fail(400, CodeValidation, msg, fields...)
 	}
+	var wait *journeys.FirstWait
+	if h.waits != nil && j.Version > 0 {
+		wait = h.waits.get(c.Ctx, j.ID, j.Version)
+	}
 	d := h.starts.start(c.Ctx, startCall{requestID: c.RequestID, in: journeys.StartInput{
 		Workspace: j.Workspace, JourneyID: j.ID, Trigger: schemas.TriggerAPIEvent, Email: in.Email,
-		ExecutionID: schemas.NewID(), Data: in.Data,
+		ExecutionID: schemas.NewID(), Data: in.Data, Wait: wait,
 	}})
 	if d.err != nil {
 		return refused(d.err)

@@ -2,6 +2,7 @@ package journeys
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,6 +11,7 @@ import (
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
 	pgsink "sendstream/sinks/postgres"
+	"sendstream/sinks/timers"
 )
 
 // Group commit of trigger starts: concurrent trigger calls share one
@@ -46,11 +48,12 @@ type startDone struct {
 type starter struct {
 	store  *journeys.Store
 	outbox Outbox
+	timers Timers // nil: no start begins waiting
 	batch  pgsink.Batcher[startCall, startDone]
 }
 
-func newStarter(store *journeys.Store, outbox Outbox) *starter {
-	s := &starter{store: store, outbox: outbox}
+func newStarter(store *journeys.Store, outbox Outbox, t Timers) *starter {
+	s := &starter{store: store, outbox: outbox, timers: t}
 	s.batch = pgsink.Batcher[startCall, startDone]{Workers: startWorkers, Max: startMax, Timeout: startTimeout, Run: s.run}
 	return s
 }
@@ -76,8 +79,24 @@ func (s *starter) run(ctx context.Context, calls []startCall) ([]startDone, erro
 	var execs []journeys.Execution
 	var errs []error
 	write := func(tx pgx.Tx) (err error) {
-		execs, errs, err = s.store.StartMany(ctx, tx, ins)
-		return err
+		if execs, errs, err = s.store.StartMany(ctx, tx, ins); err != nil {
+			return err
+		}
+		// Executions started waiting at their first step: their timers
+		// commit with them (start_wait.go in sinks/journeys).
+		var ts []timers.Timer
+		for i := range execs {
+			if errs[i] == nil && execs[i].NextWakeAt != nil {
+				ts = append(ts, timers.Timer{Topic: schemas.TopicJourneys, Env: journeys.StartWake(execs[i]), At: *execs[i].NextWakeAt})
+			}
+		}
+		if len(ts) == 0 {
+			return nil
+		}
+		if s.timers == nil { // StartMany begins no wait without a Wait: not reached
+			return errors.New("journey starts began waits without timers")
+		}
+		return s.timers.ScheduleMany(ctx, tx, ts)
 	}
 	announce := func() []ingest.Message {
 		var msgs []ingest.Message

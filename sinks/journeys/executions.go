@@ -88,6 +88,11 @@ type StartInput struct {
 	// of its ancestry; otherwise the new execution's ancestry is that
 	// execution's plus its journey.
 	CausedBy string
+	// Wait, for StartMany (Start ignores it), is the first step of the
+	// journey's version the caller saw when it is a wait StartsWaiting
+	// accepts: the execution then starts in that wait if it starts on
+	// that version.
+	Wait *FirstWait
 }
 
 // Execution is a started execution.
@@ -104,6 +109,10 @@ type Execution struct {
 	SourceID  string
 	Data      json.RawMessage
 	StartedAt time.Time
+	// NextWakeAt is set when StartMany started the execution waiting at
+	// its first step until then, for WaitEvent ("" for none).
+	NextWakeAt *time.Time
+	WaitEvent  string
 	// Existing reports that the execution was started before (by a start
 	// with the same ExecutionID).
 	Existing bool
@@ -231,6 +240,7 @@ func StartedEnvelope(e Execution, causationID string) schemas.Envelope {
 	payload, err := json.Marshal(schemas.JourneyExecutionStarted{
 		ExecutionID: e.ID, JourneyID: e.JourneyID, Version: e.Version, ContactID: e.ContactID, Email: e.Email,
 		Trigger: e.Trigger, Position: e.Position, StartedAt: e.StartedAt, SourceID: e.SourceID, Data: data,
+		NextWakeAt: e.NextWakeAt,
 	})
 	if err != nil {
 		// Data was validated as JSON by the caller; nothing else can fail.

@@ -29,6 +29,11 @@ var sqlStartMany string
 // and the others still start; err is a failure of the whole transaction.
 // Several starts of one contact on one journey run one after another in
 // tx, in input order, as separate starts would.
+//
+// A start with Wait, when its journey's current version is Wait.Version,
+// starts waiting at its first step (start_wait.go): its Execution has
+// NextWakeAt (and WaitEvent), and the caller must store the wait's timer
+// (WakeTimer) in tx too.
 func (s *Store) StartMany(ctx context.Context, tx pgx.Tx, ins []StartInput) ([]Execution, []error, error) {
 	execs := make([]Execution, len(ins))
 	errs := make([]error, len(ins))
@@ -65,8 +70,17 @@ func (s *Store) startRound(ctx context.Context, tx pgx.Tx, ins []StartInput, idx
 	ws, jid, trig, cid, email, eid, src := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	data := make([]*string, n)
+	waitV, wakeAt, waitEvent := make([]int32, n), make([]*time.Time, n), make([]string, n)
 	for r, i := range idx {
 		in := &ins[i]
+		if w := in.Wait; w != nil && w.Version > 0 && w.Step != nil && StartsWaiting(w.Step) {
+			due, event, err := WaitEnd(w.Step, now)
+			if err != nil {
+				return fmt.Errorf("start journey execution %s: first step: %w", in.ExecutionID, err)
+			}
+			due = due.UTC()
+			waitV[r], wakeAt[r], waitEvent[r] = int32(w.Version), &due, event
+		}
 		ws[r], jid[r], trig[r], cid[r], email[r], eid[r], src[r] =
 			in.Workspace, in.JourneyID, in.Trigger, in.ContactID, in.Email, in.ExecutionID, in.SourceID
 		if len(in.Data) > 0 {
@@ -74,7 +88,7 @@ func (s *Store) startRound(ctx context.Context, tx pgx.Tx, ins []StartInput, idx
 			data[r] = &d
 		}
 	}
-	rows, err := tx.Query(ctx, sqlStartMany, ws, jid, trig, cid, email, eid, src, data, now)
+	rows, err := tx.Query(ctx, sqlStartMany, ws, jid, trig, cid, email, eid, src, data, now, waitV, wakeAt, waitEvent)
 	if err != nil {
 		return fmt.Errorf("start %d journey executions: %w", n, err)
 	}
@@ -86,7 +100,8 @@ func (s *Store) startRound(ctx context.Context, tx pgx.Tx, ins []StartInput, idx
 		}
 		var refusal string
 		var e Execution
-		if err := rows.Scan(&refusal, &e.ContactID, &e.Email, &e.Version); err != nil {
+		var waits bool
+		if err := rows.Scan(&refusal, &e.ContactID, &e.Email, &e.Version, &waits); err != nil {
 			return fmt.Errorf("start %d journey executions: %w", n, err)
 		}
 		i := idx[r]
@@ -98,6 +113,9 @@ func (s *Store) startRound(ctx context.Context, tx pgx.Tx, ins []StartInput, idx
 		in := &ins[i]
 		e.ID, e.Workspace, e.JourneyID, e.State, e.Position = in.ExecutionID, in.Workspace, in.JourneyID, StateActive, "0"
 		e.Trigger, e.SourceID, e.Data, e.StartedAt = in.Trigger, in.SourceID, in.Data, now
+		if waits {
+			e.NextWakeAt, e.WaitEvent = wakeAt[r-1], waitEvent[r-1]
+		}
 		execs[i] = e
 	}
 	if err := rows.Err(); err != nil {

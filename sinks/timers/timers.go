@@ -47,6 +47,13 @@ import (
 //go:embed sql/create_schema.sql
 var sqlCreateSchema string
 
+var (
+	//go:embed sql/migrate_lock.sql
+	sqlMigrateLock string
+	//go:embed sql/migrate_unlock.sql
+	sqlMigrateUnlock string
+)
+
 // Publisher publishes envelopes with acks=all (pipeline.Publisher).
 type Publisher interface {
 	Publish(ctx context.Context, topic string, envs ...schemas.Envelope) error
@@ -201,14 +208,39 @@ func (r riverClock) NowOrNil() *time.Time {
 // Timers schedules timers and publishes them when due. Safe for concurrent
 // use.
 type Timers struct {
-	client *river.Client[pgx.Tx]
-	queue  string
+	client     *river.Client[pgx.Tx]
+	queue      string
+	insertOnly bool // Inserter's: nothing started, nothing to stop
 }
 
 // Start migrates River's tables on pg (rivermigrate, up), then starts a
 // River client working cfg.Queue that publishes due timers with pub until
 // Close. Most callers want Shared instead.
 func Start(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*Timers, error) {
+	t, err := open(ctx, pg, pub, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The client's own context: it runs until Close, not until ctx ends.
+	if err := t.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("timers: start: %w", err)
+	}
+	return t, nil
+}
+
+// Inserter migrates River's tables on pg like Start and returns Timers
+// that only store timers (Schedule, ScheduleMany into cfg.Queue, on
+// cfg.Clock): a River client with no queue worked and nothing started,
+// for a process that commits timers with its writes but leaves firing
+// them to the processes running Start (the journey engine's). Workers
+// and RescueAfter are ignored; Close does nothing.
+func Inserter(ctx context.Context, pg *pgxpool.Pool, cfg Config) (*Timers, error) {
+	return open(ctx, pg, nil, cfg)
+}
+
+// open migrates River's tables and makes the client: working cfg.Queue
+// with pub, or insert-only when pub is nil.
+func open(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*Timers, error) {
 	if cfg.Queue == "" {
 		cfg.Queue = DefaultQueue
 	}
@@ -218,7 +250,7 @@ func Start(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*T
 	if cfg.RescueAfter == 0 {
 		cfg.RescueAfter = DefaultRescueAfter
 	}
-	if cfg.RescueAfter <= 30*time.Second {
+	if pub != nil && cfg.RescueAfter <= 30*time.Second {
 		return nil, fmt.Errorf("timers: RescueAfter %s must be above the 30 s job timeout", cfg.RescueAfter)
 	}
 	logger := cfg.Logger
@@ -230,37 +262,54 @@ func Start(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*T
 	var test river.TestConfig
 	if cfg.Clock != nil {
 		schema, test.Time = cfg.Queue, riverClock{cfg.Clock}
-		if _, err := pg.Exec(ctx, fmt.Sprintf(sqlCreateSchema, pgx.Identifier{schema}.Sanitize())); err != nil {
-			return nil, fmt.Errorf("timers: create schema %s: %w", schema, err)
+	}
+	if err := migrate(ctx, pg, driver, schema, logger); err != nil {
+		return nil, err
+	}
+	rc := &river.Config{Logger: logger, Schema: schema, Test: test}
+	if pub != nil {
+		workers := river.NewWorkers()
+		river.AddWorker(workers, &worker{pub: pub})
+		rc.Queues = map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.Workers}}
+		rc.FetchCooldown, rc.FetchPollInterval = fetchCooldown, fetchPollInterval
+		rc.Workers, rc.RescueStuckJobsAfter = workers, cfg.RescueAfter
+	}
+	c, err := river.NewClient(driver, rc)
+	if err != nil {
+		return nil, fmt.Errorf("timers: %w", err)
+	}
+	return &Timers{client: c, queue: cfg.Queue, insertOnly: pub == nil}, nil
+}
+
+// migrate creates schema (unless "") and migrates River's tables in it,
+// one process at a time (migrate_lock.sql).
+func migrate(ctx context.Context, pg *pgxpool.Pool, driver *riverpgxv5.Driver, schema string, logger *slog.Logger) error {
+	conn, err := pg.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("timers: migrate River's tables: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, sqlMigrateLock); err != nil {
+		return fmt.Errorf("timers: migrate River's tables: lock: %w", err)
+	}
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), sqlMigrateUnlock); err != nil {
+			conn.Conn().Close(context.Background()) // closing the session releases the lock
+		}
+	}()
+	if schema != "" {
+		if _, err := conn.Exec(ctx, fmt.Sprintf(sqlCreateSchema, pgx.Identifier{schema}.Sanitize())); err != nil {
+			return fmt.Errorf("timers: create schema %s: %w", schema, err)
 		}
 	}
 	m, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger, Schema: schema})
 	if err != nil {
-		return nil, fmt.Errorf("timers: %w", err)
+		return fmt.Errorf("timers: %w", err)
 	}
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return nil, fmt.Errorf("timers: migrate River's tables: %w", err)
+		return fmt.Errorf("timers: migrate River's tables: %w", err)
 	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &worker{pub: pub})
-	c, err := river.NewClient(driver, &river.Config{
-		Queues:               map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.Workers}},
-		FetchCooldown:        fetchCooldown,
-		FetchPollInterval:    fetchPollInterval,
-		Workers:              workers,
-		RescueStuckJobsAfter: cfg.RescueAfter,
-		Logger:               logger,
-		Schema:               schema,
-		Test:                 test,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("timers: %w", err)
-	}
-	// The client's own context: it runs until Close, not until ctx ends.
-	if err := c.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("timers: start: %w", err)
-	}
-	return &Timers{client: c, queue: cfg.Queue}, nil
+	return nil
 }
 
 // Schedule stores a timer that publishes env to topic at at (now or in the
@@ -312,6 +361,9 @@ func (t *Timers) ScheduleMany(ctx context.Context, tx pgx.Tx, ts []Timer) error 
 // Close stops the client, letting running publishes finish for up to 10 s
 // (an unfinished one is rescued later).
 func (t *Timers) Close() error {
+	if t.insertOnly {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := t.client.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

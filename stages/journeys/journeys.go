@@ -199,6 +199,12 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		if err := json.Unmarshal(env.Payload, &p); err != nil || p.ExecutionID == "" {
 			return nil, pipeline.Permanent(fmt.Errorf("journey started %s: bad payload: %v", env.ID, err))
 		}
+		if p.NextWakeAt != nil {
+			// Stored waiting at its first step with its timer (the
+			// trigger's start): only that timer moves it on, and a start
+			// runs no step, so there is nothing to replay.
+			return nil, nil
+		}
 		execID = p.ExecutionID
 	case schemas.TypeJourneyWake, schemas.TypeJourneyEventWake:
 		var p schemas.JourneyWake
@@ -306,6 +312,13 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 	if seen.State != journeys.StateActive || seen.JourneyStatus == schemas.JourneyArchived {
 		out, err := s.leftover(ctx, seen)
 		return out, nil, false, err
+	}
+	if wake == nil && seen.NextWakeAt != nil {
+		// Waiting, and env is no wake-up (a start that began waiting with
+		// its timer, sinks/journeys StartMany; a redelivered start): only
+		// the wait's timer or event moves it on, as the lock below would
+		// find.
+		return nil, nil, false, nil
 	}
 	def, err := s.definition(ctx, seen.JourneyID, seen.Version)
 	if err != nil {

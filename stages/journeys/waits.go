@@ -2,6 +2,7 @@ package journeys
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -59,32 +60,12 @@ func contactZone(custom map[string]any, def *time.Location) *time.Location {
 	return loc
 }
 
-// nextTimeOfDay returns the first moment after now whose wall clock in loc
-// reads hhmm ("HH:MM"). On a day where that wall time does not exist
-// (inside a daylight-saving gap) it is the moment that wall time names
-// under the offset before the change: 02:30 on a day clocks jump from
-// 02:00 to 03:00 is 03:30 after the jump.
+// nextTimeOfDay is journeys.NextTimeOfDay, a time that is not HH:MM a
+// permanent failure.
 func nextTimeOfDay(now time.Time, hhmm string, loc *time.Location) (time.Time, error) {
-	var h, m int
-	if _, err := fmt.Sscanf(hhmm, "%d:%d", &h, &m); err != nil || h < 0 || h > 23 || m < 0 || m > 59 {
-		return time.Time{}, pipeline.Permanent(fmt.Errorf("wait_until: time %q is not HH:MM", hhmm))
+	t, err := journeys.NextTimeOfDay(now, hhmm, loc)
+	if errors.Is(err, journeys.ErrTimeOfDay) {
+		return time.Time{}, pipeline.Permanent(err)
 	}
-	local := now.In(loc)
-	for day := 0; day < 3; day++ {
-		t := time.Date(local.Year(), local.Month(), local.Day()+day, h, m, 0, 0, loc)
-		if w := t.In(loc); w.Hour() != h || w.Minute() != m { // in a gap
-			t = time.Date(local.Year(), local.Month(), local.Day()+day, h, m, 0, 0, time.FixedZone("", offsetBefore(t, loc)))
-		}
-		if t.After(now) {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("wait_until %s: no such time in the next days in %s", hhmm, loc)
-}
-
-// offsetBefore is loc's UTC offset (seconds) a few hours before t: the
-// offset in force before a change at t.
-func offsetBefore(t time.Time, loc *time.Location) int {
-	_, off := t.Add(-6 * time.Hour).In(loc).Zone()
-	return off
+	return t, err
 }

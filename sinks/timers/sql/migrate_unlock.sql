@@ -1,0 +1,2 @@
+-- Release migrate_lock.sql's lock.
+SELECT pg_advisory_unlock(hashtext('sendstream.timers.migrate'))
