@@ -28,7 +28,7 @@ import (
 	"sendstream/ingest/contacts"
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
-	"sendstream/sinks/webhook"
+	"sendstream/sinks/ttlcache"
 )
 
 // LimitTrigger is the trigger endpoint's rate limit per workspace per
@@ -79,7 +79,7 @@ func Routes(d Deps) []ingest.Route {
 		panic("journeys: Deps.Store and Deps.Outbox are required")
 	}
 	h := &handlers{store: d.Store, outbox: d.Outbox, starts: newStarter(d.Store, d.Outbox, d.Timers),
-		byKey: webhook.NewCache[journeys.Journey](TriggerKeyTTL)}
+		byKey: ttlcache.NewCache[journeys.Journey](TriggerKeyTTL)}
 	if d.Timers != nil {
 		h.waits = &firstWaits{store: d.Store, known: map[versionKey]*journeys.FirstWait{}}
 	}
@@ -92,9 +92,9 @@ func Routes(d Deps) []ingest.Route {
 type handlers struct {
 	store  *journeys.Store
 	outbox Outbox
-	starts *starter                         // shared start transactions (starts.go)
-	byKey  *webhook.Cache[journeys.Journey] // trigger key's hash → its journey
-	waits  *firstWaits                      // nil without Deps.Timers
+	starts *starter                          // shared start transactions (starts.go)
+	byKey  *ttlcache.Cache[journeys.Journey] // trigger key's hash → its journey
+	waits  *firstWaits                       // nil without Deps.Timers
 }
 
 // TriggerKeyTTL is how long the trigger endpoint reuses what it read of a

@@ -12,7 +12,7 @@ import (
 	"sendstream/schemas"
 	"sendstream/sinks/email"
 	"sendstream/sinks/email/render"
-	"sendstream/sinks/webhook"
+	"sendstream/sinks/ttlcache"
 )
 
 // Mailer is the transactional send for stages (pipeline.Mailer): the
@@ -25,7 +25,7 @@ import (
 // it is still queued. Safe for concurrent use.
 type Mailer struct {
 	svc   *service
-	names *webhook.Cache[string] // workspace → its name (MailerWorkspaceTTL)
+	names *ttlcache.Cache[string] // workspace → its name (MailerWorkspaceTTL)
 }
 
 // MailerWorkspaceTTL is how long the Mailer reuses a workspace's name (the
@@ -54,7 +54,7 @@ func NewMailer(d Deps) (*Mailer, error) {
 		d.DefaultFromEmail = email.DefaultFromEmail
 	}
 	return &Mailer{svc: &service{store: NewStore(d.PG), engine: d.Engine, defFrom: d.DefaultFromEmail,
-		tpls: map[string]*Template{}}, names: webhook.NewCache[string](MailerWorkspaceTTL)}, nil
+		tpls: map[string]*Template{}}, names: ttlcache.NewCache[string](MailerWorkspaceTTL)}, nil
 }
 
 // mailBody is the send endpoint's body of a MailRequest.

@@ -24,7 +24,9 @@ func TestInserterBesideStart(t *testing.T) {
 	pg := stack.PG(t)
 	ctx := context.Background()
 	queue := "timers_ins_" + schemas.NewID()[16:]
-	t.Cleanup(func() { _, _ = pg.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{queue}.Sanitize()+` CASCADE`) })
+	t.Cleanup(func() {
+		_, _ = pg.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{queue}.Sanitize()+` CASCADE`)
+	})
 	clock := &pipelinetest.Clock{}
 	pub := &pipelinetest.Publisher{}
 	var (

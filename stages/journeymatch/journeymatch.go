@@ -46,6 +46,7 @@ import (
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
+	"sendstream/sinks/ttlcache"
 	"sendstream/sinks/webhook"
 )
 
@@ -96,14 +97,14 @@ type Stage struct {
 	// each matched event asked Postgres twice (conversions, listening
 	// journeys) to hear so. A journey created or activated thus starts
 	// matching within that time.
-	has *webhook.Cache[bool]
+	has *ttlcache.Cache[bool]
 }
 
 var _ pipeline.Stage = (*Stage)(nil)
 
 // New returns the matching stage on pg, starting executions in store.
 func New(pg *pgxpool.Pool, store *journeys.Store) *Stage {
-	return &Stage{pg: pg, store: store, has: webhook.NewCache[bool](webhook.TargetTTL)}
+	return &Stage{pg: pg, store: store, has: ttlcache.NewCache[bool](webhook.TargetTTL)}
 }
 
 // Handle converts and starts executions for a matched event or a list

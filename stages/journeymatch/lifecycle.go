@@ -10,7 +10,7 @@ import (
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
-	"sendstream/sinks/webhook"
+	"sendstream/sinks/ttlcache"
 )
 
 // Names of the stages that announce executions starting and completing.
@@ -44,7 +44,7 @@ func init() {
 // redelivery returns the same envelope. Handle is safe for concurrent use.
 type Lifecycle struct {
 	store    *journeys.Store
-	journeys *webhook.Cache[journeys.Journey] // workspace and id → the journey (JourneyTTL)
+	journeys *ttlcache.Cache[journeys.Journey] // workspace and id → the journey (JourneyTTL)
 }
 
 // JourneyTTL is how long Lifecycle reuses what it read of a journey for
@@ -59,7 +59,7 @@ var _ pipeline.Stage = (*Lifecycle)(nil)
 // NewLifecycle returns the stage, reading journeys and executions from
 // store.
 func NewLifecycle(store *journeys.Store) *Lifecycle {
-	return &Lifecycle{store: store, journeys: webhook.NewCache[journeys.Journey](JourneyTTL)}
+	return &Lifecycle{store: store, journeys: ttlcache.NewCache[journeys.Journey](JourneyTTL)}
 }
 
 // Handle returns JOURNEY_STARTED or JOURNEY_COMPLETED, or nothing for any

@@ -42,6 +42,7 @@ import (
 
 	"sendstream/pipeline"
 	"sendstream/schemas"
+	"sendstream/sinks/ttlcache"
 	"sendstream/sinks/webhook"
 )
 
@@ -128,7 +129,7 @@ type Stage struct {
 	targets map[string]Targets
 	sched   *Scheduler
 	limit   *limiter
-	lookups *webhook.Cache[found] // nil: not cached
+	lookups *ttlcache.Cache[found] // nil: not cached
 }
 
 // New returns the stage; targets maps each target kind
@@ -155,9 +156,9 @@ func New(cfg Config, targets map[string]Targets, sched *Scheduler) *Stage {
 	if cfg.LookupTTL == 0 {
 		cfg.LookupTTL = webhook.TargetTTL
 	}
-	var lookups *webhook.Cache[found]
+	var lookups *ttlcache.Cache[found]
 	if cfg.LookupTTL > 0 {
-		lookups = webhook.NewCache[found](cfg.LookupTTL)
+		lookups = ttlcache.NewCache[found](cfg.LookupTTL)
 		lookups.Now = cfg.Now
 	}
 	g := cfg.Guard

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"sendstream/sinks/ttlcache"
 	"sendstream/sinks/webhook"
 )
 
@@ -14,15 +15,15 @@ import (
 const TargetTTL = webhook.TargetTTL
 
 // cachedSource is a Source whose answers are reused for a TTL
-// (webhook.Cache, the one the delivery stage's lookups use).
+// (ttlcache.Cache, the one the delivery stage's lookups use).
 type cachedSource struct {
 	src   Source
-	cache *webhook.Cache[[]webhook.Hook]
+	cache *ttlcache.Cache[[]webhook.Hook]
 }
 
 // cached wraps src so that its answers are reused for ttl.
 func cached(src Source, ttl time.Duration) *cachedSource {
-	return &cachedSource{src: src, cache: webhook.NewCache[[]webhook.Hook](ttl)}
+	return &cachedSource{src: src, cache: ttlcache.NewCache[[]webhook.Hook](ttl)}
 }
 
 // Matching returns the targets of ws for event, from the cache when they

@@ -1,4 +1,8 @@
-package webhook
+// Package ttlcache reuses the answers of lookups for a short time: the
+// webhook stages' targets, journey matching's journeys and workspaces, the
+// transactional Mailer's workspace names. Each user says how stale an
+// answer may be (its TTL) where it creates its cache.
+package ttlcache
 
 import (
 	"context"
@@ -6,23 +10,11 @@ import (
 	"time"
 )
 
-// TargetTTL is how long the webhook stages reuse what they read of their
-// targets: the fan-out a workspace's targets for one event, the delivery
-// stage one target's URL and secrets. Every domain event asks the first
-// (almost always to hear "none") and every delivery the second; one
-// Postgres query each was the larger part of their cost. A new
-// subscription or endpoint thus receives events within TargetTTL of its
-// creation, and a deleted or disabled one may still receive deliveries
-// for up to TargetTTL after the change (within one process, a 410 or a
-// disable by the delivery stage itself takes effect at once).
-const TargetTTL = time.Second
-
 // maxCached bounds a Cache's entries; when full it starts again empty.
 const maxCached = 100_000
 
-// Cache reuses the answers of a lookup for a time (TargetTTL in the
-// stages). Errors are not cached. Concurrent misses of one key may each
-// load. Safe for concurrent use; the zero value is not usable (NewCache).
+// Cache reuses the answers of a lookup for a time (its TTL). Errors are
+// not cached. Concurrent misses of one key may each load. Safe for concurrent use; the zero value is not usable (NewCache).
 type Cache[V any] struct {
 	ttl time.Duration
 	// Now is the clock (default time.Now); set before first use.
