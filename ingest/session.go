@@ -74,3 +74,19 @@ func newCrossOrigin(siteURL string) (*http.CrossOriginProtection, error) {
 	}
 	return c, nil
 }
+
+// SessionToken returns the session cookie's value from a Cookie header
+// ("" without one): what the pages that resolve sessions themselves
+// (sign-in, the dashboard, the consent page) read.
+func SessionToken(cookieHeader string) string {
+	cks, err := http.ParseCookie(cookieHeader)
+	if err != nil {
+		return ""
+	}
+	for _, ck := range cks {
+		if ck.Name == SessionCookie {
+			return ck.Value
+		}
+	}
+	return ""
+}

@@ -15,7 +15,6 @@ import (
 	"embed"
 	"errors"
 	"html/template"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -138,14 +137,7 @@ var errNoSession = errors.New("not signed in")
 // member resolves the call's session cookie: errNoSession without one,
 // another error when the lookup failed.
 func (d Deps) member(c *ingest.Call) (ingest.Principal, error) {
-	tok := ""
-	if cks, err := http.ParseCookie(c.Header("Cookie")); err == nil {
-		for _, ck := range cks {
-			if ck.Name == ingest.SessionCookie {
-				tok = ck.Value
-			}
-		}
-	}
+	tok := ingest.SessionToken(c.Header("Cookie"))
 	if tok == "" || d.Sessions == nil {
 		return ingest.Principal{}, errNoSession
 	}

@@ -89,7 +89,7 @@ func (s *Store) signedIn(tok string, err error, pg page) ingest.Result {
 }
 
 func (s *Store) logout(c *ingest.Call) ingest.Result {
-	if tok := sessionToken(c.Header("Cookie")); tok != "" {
+	if tok := ingest.SessionToken(c.Header("Cookie")); tok != "" {
 		if err := s.Revoke(c.Ctx, tok, time.Now()); err != nil {
 			return ingest.Fail(503, "unavailable", "Signing out failed; try again")
 		}
@@ -200,20 +200,6 @@ func (s *Store) cookie(tok string, maxAge time.Duration) string {
 		ck.MaxAge = int(maxAge / time.Second)
 	}
 	return ck.String()
-}
-
-// sessionToken returns the session cookie's value from a Cookie header.
-func sessionToken(header string) string {
-	cks, err := http.ParseCookie(header)
-	if err != nil {
-		return ""
-	}
-	for _, ck := range cks {
-		if ck.Name == ingest.SessionCookie {
-			return ck.Value
-		}
-	}
-	return ""
 }
 
 // localPath returns next when it is a path on this site ("/…" but not

@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"errors"
 	"html/template"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -112,14 +111,7 @@ func backError(r authRequest, oe *Error) ingest.Result {
 
 // member returns the signed-in member, or ok false when there is none.
 func (a authorizer) member(c *ingest.Call) (ingest.Principal, bool, error) {
-	tok := ""
-	if cks, err := http.ParseCookie(c.Header("Cookie")); err == nil {
-		for _, ck := range cks {
-			if ck.Name == ingest.SessionCookie {
-				tok = ck.Value
-			}
-		}
-	}
+	tok := ingest.SessionToken(c.Header("Cookie"))
 	if tok == "" || a.sessions == nil {
 		return ingest.Principal{}, false, nil
 	}
