@@ -4,9 +4,10 @@
 // publishes the envelope it carries with acks=all; jobs survive restarts
 // and kill -9 of any process, and a job whose worker died mid-run is
 // rescued after RescueAfter (well below River's one-hour default) and run
-// again. Timers are unique by envelope id: scheduling the same envelope
-// twice (a handler that ran again after a crash) is one timer, and the
-// publish itself is at least once, so consumers deduplicate by env.ID as
+// again. Timers of Schedule are unique by envelope id: scheduling the
+// same envelope twice (a handler that ran again after a crash) is one
+// timer (ScheduleMany's are not, see there); the publish itself is at
+// least once, so consumers deduplicate by env.ID as
 // they do for every envelope.
 //
 // One River client per process: Shared starts it on first use and every
@@ -114,8 +115,8 @@ const (
 	fetchPollInterval = 200 * time.Millisecond
 )
 
-// jobArgs is one timer: the envelope to publish and its topic. Unique by
-// EnvelopeID (River's ByArgs with only the tagged field).
+// jobArgs is one timer: the envelope to publish and its topic. Schedule's
+// are unique by EnvelopeID (River's ByArgs with only the tagged field).
 type jobArgs struct {
 	EnvelopeID string         `json:"envelopeId" river:"unique"`
 	Topic      string         `json:"topic"`
@@ -340,9 +341,17 @@ type Timer struct {
 	At    time.Time
 }
 
-// ScheduleMany stores many timers within tx in one statement, each as
-// Schedule would (unique by its envelope id): the timers of several state
-// changes committed together.
+// ScheduleMany stores many timers within tx in one statement: the timers
+// of several state changes committed together. Unlike Schedule's, these
+// timers are not unique by envelope id. ScheduleMany is for timers that
+// commit with a state change made once (an execution inserted by its
+// start, a wait entered by a guarded move), so a second insert of one
+// cannot happen; should one, its envelope is published twice, which
+// consumers deduplicate by env.ID as they do every redelivery. Unique jobs
+// cost River's scheduler a self-join per batch of due timers that Postgres
+// planned as a nested loop whenever its statistics lagged the table:
+// quadratic in the batch, 25.8 s for 8,794 timers falling due together
+// (auto_explain, journeys benchmark), every one of them that late.
 func (t *Timers) ScheduleMany(ctx context.Context, tx pgx.Tx, ts []Timer) error {
 	if len(ts) == 0 {
 		return nil
@@ -350,7 +359,7 @@ func (t *Timers) ScheduleMany(ctx context.Context, tx pgx.Tx, ts []Timer) error 
 	params := make([]river.InsertManyParams, len(ts))
 	for i, tm := range ts {
 		params[i] = river.InsertManyParams{Args: jobArgs{EnvelopeID: tm.Env.ID, Topic: tm.Topic, Envelope: packedEnvelope{tm.Env}},
-			InsertOpts: &river.InsertOpts{Queue: t.queue, ScheduledAt: tm.At.UTC(), UniqueOpts: river.UniqueOpts{ByArgs: true}}}
+			InsertOpts: &river.InsertOpts{Queue: t.queue, ScheduledAt: tm.At.UTC()}}
 	}
 	if _, err := t.client.InsertManyTx(ctx, tx, params); err != nil {
 		return fmt.Errorf("schedule %d timers (first %s): %w", len(ts), ts[0].Env.ID, err)
