@@ -84,6 +84,7 @@ type fetched struct {
 	env       schemas.Envelope
 	decodeErr error
 	err       error
+	skip      bool // a type the stage does not handle (Spec.Types): not decoded
 }
 
 // openReader opens one reader of the stage: a client, the context its
@@ -125,6 +126,7 @@ func (s *stageRunner) startFetcher(ctx context.Context, cl *kgo.Client) (<-chan 
 	if s.reg.UncheckedPayload {
 		decode = schemas.DecodeEnvelopeUnchecked
 	}
+	want := typeSet(s.reg.Types)
 	go func() {
 		defer close(done)
 		for {
@@ -135,7 +137,7 @@ func (s *stageRunner) startFetcher(ctx context.Context, cl *kgo.Client) (<-chan 
 			for _, ft := range fs {
 				for _, t := range ft.Topics {
 					for _, part := range t.Partitions {
-						if !forward(ctx, ch, part, decode) {
+						if !forward(ctx, ch, part, decode, want) {
 							return
 						}
 					}
@@ -153,19 +155,51 @@ func (s *stageRunner) startFetcher(ctx context.Context, cl *kgo.Client) (<-chan 
 	return ch, done
 }
 
-// forward decodes the records of part and sends them to ch in order. It
-// returns false when ctx ended first.
-func forward(ctx context.Context, ch chan<- fetched, part kgo.FetchPartition, decode func([]byte, *schemas.Envelope) error) bool {
+// forward decodes the records of part and sends them to ch in order; a
+// record whose type header is not in want (when want is not nil) is sent
+// undecoded, marked skip. It returns false when ctx ended first.
+func forward(ctx context.Context, ch chan<- fetched, part kgo.FetchPartition, decode func([]byte, *schemas.Envelope) error,
+	want map[string]struct{}) bool {
 	for _, r := range part.Records {
 		f := fetched{m: message{
 			Topic: r.Topic, Partition: int(r.Partition), Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
 			HighWaterMark: part.HighWatermark, Key: r.Key, Value: r.Value,
 		}}
-		f.decodeErr = decode(f.m.Value, &f.env)
+		if f.skip = !wanted(r.Headers, want); !f.skip {
+			f.decodeErr = decode(f.m.Value, &f.env)
+		}
 		select {
 		case ch <- f:
 		case <-ctx.Done():
 			return false
+		}
+	}
+	return true
+}
+
+// typeSet is types as a set, nil when empty (every type wanted).
+func typeSet(types []string) map[string]struct{} {
+	if len(types) == 0 {
+		return nil
+	}
+	set := make(map[string]struct{}, len(types))
+	for _, t := range types {
+		set[t] = struct{}{}
+	}
+	return set
+}
+
+// wanted reports whether a record with headers hs is one the stage
+// handles: want is nil, the record has no type header, or its type is in
+// want.
+func wanted(hs []kgo.RecordHeader, want map[string]struct{}) bool {
+	if want == nil {
+		return true
+	}
+	for _, h := range hs {
+		if h.Key == typeHeader {
+			_, ok := want[string(h.Value)]
+			return ok
 		}
 	}
 	return true

@@ -39,10 +39,11 @@ type keyedResult struct {
 }
 
 // itemKey returns the ordering key of a record: the envelope's Key, its ID
-// when Key is empty, the record key when the value is not an envelope.
+// when Key is empty, the record key when the value is not an envelope or
+// was not decoded (a type the stage does not handle).
 func itemKey(f *fetched) string {
 	switch {
-	case f.decodeErr != nil:
+	case f.decodeErr != nil || f.skip:
 		return string(f.m.Key)
 	case f.env.Key != "":
 		return f.env.Key

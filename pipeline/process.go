@@ -37,6 +37,9 @@ type output struct {
 // context (its end stops retry waits); workCtx bounds the work in hand.
 // Safe for concurrent use on different envelopes.
 func (s *stageRunner) process(ctx, workCtx context.Context, f *fetched, dst []output) ([]output, error) {
+	if f.skip {
+		return dst, nil // a type the stage does not handle: finished
+	}
 	m, env := f.m, f.env
 	if err := f.decodeErr; err != nil {
 		if derr := s.deadLetter(workCtx, m, nil, Permanent(fmt.Errorf("decode envelope: %w", err)), 0); derr != nil {

@@ -105,6 +105,14 @@ type Resources struct {
 // pass over every payload. A payload such a parser refuses dead-letters the
 // envelope, as Handle's errors do.
 //
+// Types, when not empty, are the envelope types Handle acts on: the
+// runner reads each record's type header (set by Publish) and counts a
+// record of any other type as finished at once, without decoding it or
+// calling Handle. A record without the header is decoded and handled as
+// before. Set it only when Handle returns nothing and does nothing for
+// every other type: a topic's other consumers' types then cost a header
+// comparison instead of a decode.
+//
 // Concurrency, when above 1, lets Handle run for up to that many envelopes
 // of different keys at once (see Stage); each envelope's outputs are then
 // published as soon as it is handled, and a Flusher's Flush may run while
@@ -123,6 +131,7 @@ type Spec[C any] struct {
 	New              func(ctx context.Context, r Resources, cfg C) (Stage, error)
 	FetchMinBytes    int
 	UncheckedPayload bool
+	Types            []string
 	Concurrency      int
 	MaxInFlight      int
 }
@@ -138,10 +147,11 @@ type Registered struct {
 	Produces         []string
 	Route            func(out schemas.Envelope) string // nil: Produces[0]
 	Build            func(ctx context.Context, r Resources) (Stage, error)
-	FetchMinBytes    int  // see Spec
-	UncheckedPayload bool // see Spec
-	Concurrency      int  // see Spec; 0 or 1: one envelope at a time
-	MaxInFlight      int  // see Spec; 0: DefaultInFlightPerWorker × Concurrency
+	FetchMinBytes    int      // see Spec
+	UncheckedPayload bool     // see Spec
+	Types            []string // see Spec; empty: every type
+	Concurrency      int      // see Spec; 0 or 1: one envelope at a time
+	MaxInFlight      int      // see Spec; 0: DefaultInFlightPerWorker × Concurrency
 }
 
 var (
@@ -169,7 +179,7 @@ func Register[C any](s Spec[C]) {
 	}
 	registry[s.Name] = Registered{
 		Name: s.Name, Consumes: s.Consumes, Produces: s.Produces, Route: s.Route,
-		FetchMinBytes: s.FetchMinBytes, UncheckedPayload: s.UncheckedPayload,
+		FetchMinBytes: s.FetchMinBytes, UncheckedPayload: s.UncheckedPayload, Types: s.Types,
 		Concurrency: s.Concurrency, MaxInFlight: s.MaxInFlight,
 		Build: func(ctx context.Context, r Resources) (Stage, error) {
 			return s.New(ctx, r, s.Defaults)

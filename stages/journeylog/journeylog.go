@@ -65,11 +65,18 @@ const (
 var insertSQL string
 
 func init() {
+	// The types each registration keeps (nil: every type of its topic);
+	// the runner passes over the others undecoded.
+	types := map[string][]string{
+		NameStarted:     {schemas.TypeJourneyExecutionStarted, schemas.TypeJourneyExecutionCancelled},
+		NameConversions: {schemas.TypeWebhookJourneyConverted},
+	}
 	for name, topic := range map[string]string{NameStarted: schemas.TopicJourneys, NameSteps: schemas.TopicJourneySteps,
 		NameConversions: schemas.TopicWebhooks} {
 		pipeline.Register(pipeline.Spec[Config]{
 			Name:     name,
 			Consumes: topic,
+			Types:    types[name],
 			// Rows are inserted about once a second; the webhooks topic
 			// carries every event's EVENT_RECORDED, of which this stage
 			// keeps only JOURNEY_CONVERTED, so fewer, larger fetches and

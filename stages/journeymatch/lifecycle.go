@@ -21,9 +21,11 @@ const (
 )
 
 func init() {
+	types := map[string][]string{NameStarted: {schemas.TypeJourneyExecutionStarted}, NameCompleted: {schemas.TypeJourneyStepDone}}
 	for name, topic := range map[string]string{NameStarted: schemas.TopicJourneys, NameCompleted: schemas.TopicJourneySteps} {
 		pipeline.Register(pipeline.Spec[Config]{
 			Name: name, Consumes: topic, Produces: []string{schemas.TopicWebhooks},
+			Types:       types[name], // wakes and the rest of the topic pass undecoded
 			Concurrency: 16,
 			New: func(_ context.Context, r pipeline.Resources, _ Config) (pipeline.Stage, error) {
 				if r.Postgres == nil {

@@ -56,9 +56,15 @@ func init() {
 }
 
 func register(name, topic string, events map[string]string) {
+	types := make([]string, 0, len(events))
+	for t := range events {
+		types = append(types, t)
+	}
 	pipeline.Register(pipeline.Spec[Config]{
 		Name: name, Consumes: topic, Produces: []string{schemas.TopicWebhookDeliveries},
 		Defaults: Config{Events: events},
+		// Handle ignores other types; the runner passes over them undecoded.
+		Types: types,
 		// Concurrent lookups for different keys; one contact's events stay
 		// in order.
 		Concurrency: 32,

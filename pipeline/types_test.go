@@ -1,0 +1,50 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"sendstream/schemas"
+)
+
+// TestRunTypesPassesOverOtherTypes: a stage that declares Types is handed
+// only envelopes of those types; the others count as finished without a
+// Handle, so the committed offsets pass every record, in the serial loop
+// and in the keyed one.
+func TestRunTypesPassesOverOtherTypes(t *testing.T) {
+	for _, conc := range []int{0, 8} {
+		t.Run(fmt.Sprintf("concurrency %d", conc), func(t *testing.T) {
+			brokers, p := runnerCluster(t)
+			st := newRecorder()
+			name := fmt.Sprintf("types%d", conc)
+			reg := registered(name, st)
+			reg.Types, reg.Concurrency = []string{"test.kept.v1"}, conc
+			startRun(t, testRunConfig(brokers, p, reg))
+
+			envs := make([]schemas.Envelope, 200)
+			for i := range envs {
+				envs[i] = testEnv(fmt.Sprintf("key%d", i%5), i)
+				if i%4 == 0 {
+					envs[i].Type = "test.kept.v1"
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := p.Publish(ctx, tIn, envs...); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "commits past every record", 15*time.Second, func() bool { return totalCommitted(t, brokers, name) == 200 })
+			for _, e := range envs {
+				want := 0
+				if e.Type == "test.kept.v1" {
+					want = 1
+				}
+				if got := st.times(e.ID); got != want {
+					t.Errorf("%s (%s) handled %d times, want %d", e.ID, e.Type, got, want)
+				}
+			}
+		})
+	}
+}
