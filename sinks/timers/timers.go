@@ -131,13 +131,14 @@ type jobArgs struct {
 // string one. Timers stored before as an object still decode.
 type packedEnvelope struct{ schemas.Envelope }
 
-// MarshalJSON writes the envelope's JSON as a JSON string.
+// MarshalJSON writes the envelope's JSON as a JSON string, with the
+// envelope codec's encoder (json.Marshal's bytes, without reflection).
 func (p packedEnvelope) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(p.Envelope)
+	b, err := schemas.AppendEnvelope(nil, &p.Envelope)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(string(b))
+	return schemas.AppendJSONString(make([]byte, 0, len(b)+len(b)/4+2), string(b)), nil
 }
 
 // UnmarshalJSON reads a packed envelope, or an object as stored before.
@@ -147,7 +148,7 @@ func (p *packedEnvelope) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
-		b = []byte(s)
+		return schemas.DecodeEnvelope([]byte(s), &p.Envelope)
 	}
 	return json.Unmarshal(b, &p.Envelope)
 }

@@ -195,7 +195,12 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	var wake *schemas.JourneyWake
 	switch env.Type {
 	case schemas.TypeJourneyExecutionStarted:
-		var p schemas.JourneyExecutionStarted
+		// Only these two members decide; the rest (the trigger's data
+		// among them) is read with the execution.
+		var p struct {
+			ExecutionID string     `json:"executionId"`
+			NextWakeAt  *time.Time `json:"nextWakeAt"`
+		}
 		if err := json.Unmarshal(env.Payload, &p); err != nil || p.ExecutionID == "" {
 			return nil, pipeline.Permanent(fmt.Errorf("journey started %s: bad payload: %v", env.ID, err))
 		}
