@@ -63,6 +63,9 @@ func init() {
 		Consumes: schemas.TopicContacts,
 		Produces: []string{schemas.TopicJourneys, schemas.TopicWebhooks},
 		Route:    Route,
+		// Handle acts on these two; the contacts topic's other types (every
+		// contact change) pass undecoded.
+		Types: []string{schemas.TypeEventMatched, schemas.TypeContactJoinedList},
 		// One contact's envelopes in order (key "<workspace>:<contactId>"),
 		// different contacts concurrently.
 		Concurrency: 16,
