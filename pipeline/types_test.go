@@ -35,6 +35,16 @@ func TestRunTypesPassesOverOtherTypes(t *testing.T) {
 			if err := p.Publish(ctx, tIn, envs...); err != nil {
 				t.Fatal(err)
 			}
+			// The group exists once a kept envelope was handled; only then
+			// can its offsets be read.
+			waitFor(t, "the kept envelopes", 15*time.Second, func() bool {
+				for i := 0; i < len(envs); i += 4 {
+					if st.times(envs[i].ID) == 0 {
+						return false
+					}
+				}
+				return true
+			})
 			waitFor(t, "commits past every record", 15*time.Second, func() bool { return totalCommitted(t, brokers, name) == 200 })
 			for _, e := range envs {
 				want := 0
