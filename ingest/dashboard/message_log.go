@@ -54,12 +54,14 @@ type messagesData struct {
 
 type messagesFilter struct{ Status, To string }
 
-// messageRow is a message with its subject: the template's (as written,
-// before rendering) for template sends; inline content is not stored.
+// messageRow is a message with its subject: as rendered once delivery
+// handed it off (Rendered); before that, a template send's subject as
+// the template has it (inline content is not stored).
 type messageRow struct {
 	transactional.Message
-	Subject string
-	At      time.Time // the last status change
+	Subject  string
+	Rendered bool
+	At       time.Time // the last status change
 }
 
 // chartData is what static/messages-chart.js draws: days (Unix seconds,
@@ -102,7 +104,11 @@ func (d Deps) messagesPage(c *ingest.Call) ingest.Result {
 		data.Checked = true
 		subjects := map[string]string{}
 		for _, m := range msgs {
-			data.Messages = append(data.Messages, messageRow{Message: m, Subject: d.subject(c.Ctx, p.Workspace, m.TemplateID, subjects), At: lastChange(m)})
+			row := messageRow{Message: m, Subject: m.Subject, Rendered: m.Subject != "", At: lastChange(m)}
+			if !row.Rendered {
+				row.Subject = d.subject(c.Ctx, p.Workspace, m.TemplateID, subjects)
+			}
+			data.Messages = append(data.Messages, row)
 		}
 	}
 	if d.ClickHouse != nil {

@@ -71,9 +71,23 @@ func TestMessageLogPage(t *testing.T) {
 	if got := shownMessages(body); resp.StatusCode != 200 || !slices.Equal(got, []string{templated, inline}) {
 		t.Fatalf("message log: %d, rows %v, want newest first %v", resp.StatusCode, got, []string{templated, inline})
 	}
-	for _, s := range []string{"ada@example.com", "bob@example.com", "Your receipt {{ order.id }}", "(inline content)", "welcome-1", `data-status="sent"`} {
+	// Sent messages show the subject they went out with, rendered.
+	for _, s := range []string{"ada@example.com", "bob@example.com", "<td>Your receipt 7</td>", "<td>inline</td>", "welcome-1", `data-status="sent"`} {
 		if !strings.Contains(body, s) {
 			t.Errorf("the message log lacks %q", s)
+		}
+	}
+	if strings.Contains(body, "{{ order.id }}") || strings.Contains(body, "not yet rendered") {
+		t.Error("the message log shows a sent message's subject unrendered")
+	}
+	// So do the message lookups of the API.
+	for id, want := range map[string]string{templated: "Your receipt 7", inline: "inline"} {
+		st, raw := p.h.Do("GET", "/api/v1/transactional/"+id+"/status", key, nil)
+		var ans struct {
+			Subject *string `json:"subject"`
+		}
+		if err := json.Unmarshal(raw, &ans); st != 200 || err != nil || ans.Subject == nil || *ans.Subject != want {
+			t.Errorf("status of %s: %d %s, want subject %q", id, st, raw, want)
 		}
 	}
 	if strings.Contains(body, foreign) {

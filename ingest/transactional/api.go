@@ -100,6 +100,7 @@ type messageView struct {
 	ExternalID    *string       `json:"externalId"`
 	ContactID     *string       `json:"contactId"`
 	TemplateID    *string       `json:"templateId"`
+	Subject       *string       `json:"subject"`
 	CreatedAt     time.Time     `json:"createdAt"`
 	SentAt        *time.Time    `json:"sentAt"`
 	DeliveredAt   *time.Time    `json:"deliveredAt"`
@@ -111,7 +112,7 @@ type messageView struct {
 func view(m Message, withEvents bool) messageView {
 	v := messageView{
 		ID: m.ID, Status: m.Status, To: m.To, MessageID: m.RFCMessageID, ExternalID: strPtr(m.ExternalID),
-		ContactID: strPtr(m.ContactID), TemplateID: strPtr(m.TemplateID), CreatedAt: m.CreatedAt.UTC(),
+		ContactID: strPtr(m.ContactID), TemplateID: strPtr(m.TemplateID), Subject: strPtr(m.Subject), CreatedAt: m.CreatedAt.UTC(),
 		SentAt: utc(m.SentAt), DeliveredAt: utc(m.DeliveredAt), FailureReason: strPtr(m.FailureReason),
 	}
 	if m.BouncedAt != nil {

@@ -52,13 +52,16 @@ type Message struct {
 	BouncedAt     *time.Time
 	ComplainedAt  *time.Time
 	FailedAt      *time.Time
+	// Subject is the subject line as rendered when the message was handed
+	// off; "" before that, or when it failed before its subject rendered.
+	Subject string
 }
 
 func scanMessage(row pgx.Row) (Message, error) {
 	var m Message
 	err := row.Scan(&m.ID, &m.Status, &m.To, &m.RFCMessageID, &m.ExternalID, &m.ContactID, &m.TemplateID,
 		&m.PolicyID, &m.Provider, &m.FailureReason, &m.BounceType, &m.BounceReason, &m.ComplaintType,
-		&m.CreatedAt, &m.SentAt, &m.DeliveredAt, &m.BouncedAt, &m.ComplainedAt, &m.FailedAt)
+		&m.CreatedAt, &m.SentAt, &m.DeliveredAt, &m.BouncedAt, &m.ComplainedAt, &m.FailedAt, &m.Subject)
 	return m, err
 }
 

@@ -32,15 +32,16 @@ type permanentBuild struct{ err error }
 func (e permanentBuild) Error() string { return e.err.Error() }
 func (e permanentBuild) Unwrap() error { return e.err }
 
-// build renders the message and returns its signed RFC 5322 bytes.
-func (s *Stage) build(ctx context.Context, ws string, p *schemas.SendPayload) ([]byte, error) {
+// build renders the message and returns its signed RFC 5322 bytes and the
+// subject as rendered (stored with the outcome, for the message log).
+func (s *Stage) build(ctx context.Context, ws string, p *schemas.SendPayload) (raw []byte, subject string, err error) {
 	compiled, err := s.engine.Compile(render.Source{Subject: p.Subject, Preheader: p.Preheader, HTML: p.HTML, Text: p.Text})
 	if err != nil {
-		return nil, permanentBuild{fmt.Errorf("template error: %w", err)}
+		return nil, "", permanentBuild{fmt.Errorf("template error: %w", err)}
 	}
 	data, _, err := render.DecodeData(p.Data)
 	if err != nil {
-		return nil, permanentBuild{fmt.Errorf("decode data: %w", err)}
+		return nil, "", permanentBuild{fmt.Errorf("decode data: %w", err)}
 	}
 	var rc *render.Contact
 	var custom map[string]any
@@ -50,7 +51,7 @@ func (s *Stage) build(ctx context.Context, ws string, p *schemas.SendPayload) ([
 	}
 	out, err := compiled.Render(render.NewBindings(data, rc, custom))
 	if err != nil {
-		return nil, permanentBuild{fmt.Errorf("template error: %w", err)}
+		return nil, "", permanentBuild{fmt.Errorf("template error: %w", err)}
 	}
 	html, text := email.InsertPreheader(out.HTML, out.Preheader), out.Text
 	content := email.Content{
@@ -77,23 +78,23 @@ func (s *Stage) build(ctx context.Context, ws string, p *schemas.SendPayload) ([
 	for _, a := range p.Attachments {
 		content.Parts = append(content.Parts, email.Part{Filename: a.Filename, ContentType: a.ContentType, ContentID: a.ContentID, Content: a.Content})
 	}
-	raw, err := email.Build(content)
+	raw, err = email.Build(content)
 	if err != nil {
-		return nil, permanentBuild{err}
+		return nil, "", permanentBuild{err}
 	}
 	domain := p.From.Email[strings.LastIndexByte(p.From.Email, '@')+1:]
 	key, err := s.keys.get(ctx, s.pg, ws, domain)
 	if err != nil {
-		return nil, err // Postgres unavailable: retry
+		return nil, "", err // Postgres unavailable: retry
 	}
 	if key == nil {
-		return raw, nil
+		return raw, out.Subject, nil
 	}
 	signed, err := email.Sign(raw, *key)
 	if err != nil {
-		return nil, permanentBuild{err}
+		return nil, "", permanentBuild{err}
 	}
-	return signed, nil
+	return signed, out.Subject, nil
 }
 
 func escapeHTML(s string) string {

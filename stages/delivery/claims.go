@@ -56,6 +56,7 @@ type claim struct {
 // finishIn is the outcome of one hand-off to record.
 type finishIn struct {
 	id, status, reason, providerID string
+	subject                        string // as rendered; "" when it did not render
 }
 
 // finishOut says whether the outcome was recorded (the claim was still
@@ -178,11 +179,11 @@ func (s *store) finish(ctx context.Context, in finishIn) (finishOut, error) {
 
 func (s *store) finishBatch(ctx context.Context, ins []finishIn) ([]finishOut, error) {
 	n := len(ins)
-	ids, statuses, reasons, pids := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ids, statuses, reasons, pids, subjects := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, in := range ins {
-		ids[i], statuses[i], reasons[i], pids[i] = in.id, in.status, in.reason, in.providerID
+		ids[i], statuses[i], reasons[i], pids[i], subjects[i] = in.id, in.status, in.reason, in.providerID, in.subject
 	}
-	rows, err := s.pg.Query(ctx, sqlFinish, s.token, ids, statuses, reasons, pids)
+	rows, err := s.pg.Query(ctx, sqlFinish, s.token, ids, statuses, reasons, pids, subjects)
 	if err != nil {
 		return nil, err
 	}

@@ -316,7 +316,7 @@ func (s *Stage) giveBack(ctx context.Context, id string, cause error) error {
 // delivery fails the message as outcome unknown once the lease ran out.
 func (s *Stage) record(ctx context.Context, env schemas.Envelope, p *schemas.SendPayload, r result) ([]schemas.Envelope, error) {
 	for attempt := 0; ; attempt++ {
-		f, err := s.db.finish(ctx, finishIn{id: p.MessageID, status: r.status, reason: r.reason, providerID: r.providerID})
+		f, err := s.db.finish(ctx, finishIn{id: p.MessageID, status: r.status, reason: r.reason, providerID: r.providerID, subject: r.subject})
 		if err == nil {
 			if !f.ok {
 				return nil, nil // the claim was no longer ours: nothing recorded, nothing to say
@@ -344,7 +344,7 @@ func (s *Stage) deliver(ctx context.Context, ws string, p *schemas.SendPayload) 
 	if err != nil {
 		return result{status: schemas.MessageFailed, reason: "no provider: " + err.Error()}, nil
 	}
-	raw, err := s.build(ctx, ws, p)
+	raw, subject, err := s.build(ctx, ws, p)
 	if err != nil {
 		var perm permanentBuild
 		if errors.As(err, &perm) {
@@ -357,11 +357,11 @@ func (s *Stage) deliver(ctx context.Context, ws string, p *schemas.SendPayload) 
 	rec, err := prov.Send(ctx, &email.Message{ID: p.MessageID, From: p.From.Email, Recipients: rcpts, Raw: raw})
 	switch {
 	case err == nil:
-		return result{status: schemas.MessageSent, providerID: rec.ProviderMessageID, refused: rec.Refused}, nil
+		return result{status: schemas.MessageSent, providerID: rec.ProviderMessageID, refused: rec.Refused, subject: subject}, nil
 	case email.IsRefused(err):
-		return result{status: schemas.MessageFailed, reason: "provider refused the message: " + strings.TrimPrefix(err.Error(), "refused: ")}, nil
+		return result{status: schemas.MessageFailed, reason: "provider refused the message: " + strings.TrimPrefix(err.Error(), "refused: "), subject: subject}, nil
 	case email.IsUnknownOutcome(err):
-		return result{status: schemas.MessageFailed, reason: "delivery outcome unknown (" + err.Error() + "); not retried to avoid sending twice"}, nil
+		return result{status: schemas.MessageFailed, reason: "delivery outcome unknown (" + err.Error() + "); not retried to avoid sending twice", subject: subject}, nil
 	default:
 		return result{}, fmt.Errorf("delivery: provider %s unavailable for %s: %w", prov.Name(), p.MessageID, err)
 	}

@@ -30,6 +30,7 @@ type result struct {
 	status     string // schemas.MessageSent or MessageFailed
 	reason     string // why it failed
 	providerID string // the transport's id of a sent message
+	subject    string // as rendered; "" when it did not render
 	refused    []string
 	at         time.Time // when it was recorded
 }

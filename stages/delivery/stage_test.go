@@ -86,6 +86,17 @@ func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
 	if n := len(server.Messages()); n != 1 {
 		t.Errorf("%d messages at the server, want 1", n)
 	}
+	subject := func(id string) string {
+		t.Helper()
+		var s *string
+		if err := pg.QueryRow(ctx, "SELECT subject FROM transactional_messages WHERE id = $1", id).Scan(&s); err != nil || s == nil {
+			t.Fatalf("subject of %s: %v, %v", id, s, err)
+		}
+		return *s
+	}
+	if got := subject(env.ID); got != "Hello 1" {
+		t.Errorf("stored subject %q, want it as rendered: \"Hello 1\"", got)
+	}
 
 	env = send("lost@example.test")
 	outs, err := s.Handle(ctx, env)
@@ -116,5 +127,8 @@ func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
 	}
 	if n := lost.Load(); n != 1 {
 		t.Errorf("the message whose answer was lost was transmitted %d times, want 1", n)
+	}
+	if got := subject(env.ID); got != "Hello 1" {
+		t.Errorf("stored subject of the transmitted message whose answer was lost: %q, want \"Hello 1\"", got)
 	}
 }
