@@ -187,7 +187,7 @@ func newBIEnv(t *testing.T) *biEnv {
 	pg := stack.PG(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := Config{SiteURL: "http://127.0.0.1:8080", Secret: schemas.NewID() + schemas.NewID()}
-	h := ingesttest.Start(t, featureRoutes(t.Context(), cfg, pipeline.Resources{Postgres: pg, Logger: logger}, nil)...)
+	h := ingesttest.Start(t, featureRoutes(t.Context(), cfg, pipeline.Resources{Postgres: pg, Logger: logger}, nil).routes...)
 	e := &biEnv{h: h, run: schemas.NewID()[:8], secret: cfg.Secret}
 	w := mustAdmin(t, "workspace", "create", "--name", "Bad input suite "+e.run, "--plan", "enterprise", "--rate-multiplier", "100000")
 	e.ws, e.key = w["workspaceId"].(string), w["apiKey"].(string)

@@ -25,12 +25,22 @@ import (
 	"sendstream/stages/webhooklog"
 )
 
+// features is what featureRoutes builds: the routes, and the stores the
+// rest of the HTTP edge shares with them (one of each per process).
+type features struct {
+	routes []ingest.Route
+	// contacts is also the outbox of invitation emails (ingest/members).
+	contacts *contacts.Store
+	// messages is also what the dashboard's message log reads.
+	messages *transactional.Store
+}
+
 // featureRoutes lists the routes of every feature package beyond the core
 // ones the ingest server always has. Background work a feature starts with
 // the HTTP edge (the contacts outbox relay) stops when ctx ends. A feature
 // that caches credentials or workspace state subscribes to inval, the
 // process's credential-change listener (nil: none, caches expire by TTL).
-func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources, inval *auth.Listener) []ingest.Route {
+func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources, inval *auth.Listener) features {
 	var routes []ingest.Route
 	// Contacts, lists, the hosted sign-up form and double opt-in. serve
 	// always sets cfg.Secret (SENDSTREAM_SECRET or a generated local one).
@@ -51,8 +61,9 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources, inva
 	})...)
 	// Transactional email: send, validate, list, status, the unsubscribe
 	// page and provider reports (ingest/transactional).
+	messages := transactional.NewStore(res.Postgres)
 	routes = append(routes, transactional.Routes(transactional.Deps{
-		PG: res.Postgres, Contacts: contactStore, SiteURL: cfg.SiteURL, Secret: cfg.Secret, Logger: res.Logger,
+		PG: res.Postgres, Store: messages, Contacts: contactStore, SiteURL: cfg.SiteURL, Secret: cfg.Secret, Logger: res.Logger,
 		Engine: render.Shared(cfg.Render), // one cache with the delivery stage
 	})...)
 	// Events and website tracking (ingest/events, ingest/tracking).
@@ -89,7 +100,7 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources, inva
 	// OAuth: token, revocation and discovery (ingest/oauth; the consent
 	// page and the dashboard's app routes need sessions: serve.go).
 	routes = append(routes, oauth.Routes(oauth.Deps{Store: oauth.NewStore(res.Postgres), SiteURL: cfg.SiteURL})...)
-	return routes
+	return features{routes: routes, contacts: contactStore, messages: messages}
 }
 
 // featureAdminCommands lists the `sendstream admin` commands of every

@@ -25,11 +25,9 @@ import (
 	"sendstream/deploy/profiling"
 	"sendstream/ingest"
 	"sendstream/ingest/auth"
-	"sendstream/ingest/contacts"
 	"sendstream/ingest/dashboard"
 	"sendstream/ingest/members"
 	"sendstream/ingest/oauth"
-	"sendstream/ingest/transactional"
 	"sendstream/ingest/webhooks"
 	"sendstream/pipeline"
 	"sendstream/schemas"
@@ -300,13 +298,11 @@ func newHTTP(ctx context.Context, cfg Config, res pipeline.Resources, ch driver.
 	if err != nil {
 		return nil, err
 	}
+	feats := featureRoutes(ctx, cfg, res, inval)
 	// Invitation emails are written to the contacts outbox with their
-	// invitation (this process's scope, so its relay publishes what a
-	// request left behind).
-	inviteOutbox := contacts.NewStore(res.Postgres)
-	inviteOutbox.SetOutboxScope(cfg.TopicPrefix)
-	context.AfterFunc(ctx, inviteOutbox.Close)
-	sessions.SetOutbox(inviteOutbox)
+	// invitation: the contacts feature's store, whose relay publishes what
+	// a request left behind.
+	sessions.SetOutbox(feats.contacts)
 	srv, err := ingest.New(ingest.Config{SiteURL: cfg.SiteURL, KeyCacheTTL: cfg.KeyCacheTTL, MetricsToken: cfg.MetricsToken}, ingest.Deps{
 		PG: res.Postgres, Publisher: res.Publisher, Logger: res.Logger, Sessions: sessions,
 		Ready: func(ctx context.Context) error { return ready(ctx, cfg, res.Postgres, ch) },
@@ -315,7 +311,7 @@ func newHTTP(ctx context.Context, cfg Config, res pipeline.Resources, ch driver.
 		return nil, err
 	}
 	srv.SubscribeCredentials(inval)
-	srv.Add(featureRoutes(ctx, cfg, res, inval)...)
+	srv.Add(feats.routes...)
 	srv.Add(members.Routes(sessions)...)
 	// OAuth apps (ingest/oauth; token, revocation and discovery are in
 	// featureRoutes): the consent page, which signs members in through the
@@ -338,7 +334,7 @@ func newHTTP(ctx context.Context, cfg Config, res pipeline.Resources, ch driver.
 		// OAuth apps through the store of the JSON routes above; the
 		// request log and message-log chart from ClickHouse; the message
 		// log from the store GET /v1/transactional reads.
-		OAuth: oauthDeps.Store, Messages: transactional.NewStore(res.Postgres)})...)
+		OAuth: oauthDeps.Store, Messages: feats.messages})...)
 	return srv, nil
 }
 

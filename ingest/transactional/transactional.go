@@ -37,6 +37,10 @@ const (
 // Deps is what the transactional routes need.
 type Deps struct {
 	PG *pgxpool.Pool
+	// Store is the process's message store (nil: NewStore(PG)); passing
+	// it shares its pool and batchers with its other readers (the
+	// dashboard's message log).
+	Store *Store
 	// Contacts upserts the `contact` object of a send; nil ignores it for
 	// storage (it still renders).
 	Contacts *contacts.Store
@@ -89,7 +93,10 @@ func Routes(d Deps) []ingest.Route {
 	if d.SNS == nil {
 		d.SNS = NewSNSVerifier(SNSConfig{})
 	}
-	store := NewStore(d.PG)
+	store := d.Store
+	if store == nil {
+		store = NewStore(d.PG)
+	}
 	a := &api{
 		svc:     &service{store: store, contacts: d.Contacts, engine: d.Engine, defFrom: d.DefaultFromEmail, tpls: map[string]*Template{}},
 		sources: schemas.NewSourceCache(32<<20, true),
