@@ -52,10 +52,15 @@ run: install build
 	set -a; . <(grep -E '^SENDSTREAM_(POSTGRES_URL|CLICKHOUSE_ADDR|CLICKHOUSE_DB)=' "$(DATA)/stack.env"); set +a; \
 	bin/sendstream serve
 
+# Every test runs once: the packages with concurrency (pipeline, ingest,
+# stages, sinks) under the race detector, the rest without it. The tests
+# that shrink their largest bodies under the detector (raceEnabled) run
+# once more without it, at full size.
 test: install build
 	@bash $(STACK) up
 	@$(LOAD_ENV); $(GO) vet ./...
-	@$(LOAD_ENV); $(GO) test -count=1 -p 2 -timeout 20m -skip '^TestBadInputSuite$$' ./...
+	@$(LOAD_ENV); $(GO) test -count=1 -p 2 -timeout 20m -skip '^TestBadInputSuite$$' . ./bench/... ./deploy/... ./schemas/...
+	@$(LOAD_ENV); $(GO) test -count=1 -timeout 10m -run '^TestLarge' ./ingest/events/ ./ingest/contacts/
 	@# The bad-input suite on its own, verbose, so its count of tried inputs is printed.
 	@$(LOAD_ENV); $(GO) test -count=1 -timeout 10m -run '^TestBadInputSuite$$' -v . | grep -v '^=== RUN'
 	@$(LOAD_ENV); $(GO) test -count=1 -p 2 -race -timeout 20m ./pipeline/... ./ingest/... ./stages/... ./sinks/...

@@ -60,6 +60,9 @@ var (
 // committed change has exactly one domain event on the contacts topic
 // (checkDomainEvents).
 func TestKillNineBetweenCommitAndPublishLosesNoDomainEvent(t *testing.T) {
+	// Mostly waits (timers, relay grace, restarts): runs beside the other
+	// kill -9 tests, each on its own broker and topic prefix.
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		cycle []killNineOp

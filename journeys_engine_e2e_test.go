@@ -63,6 +63,9 @@ func writeJSONFile(t *testing.T, dir, name string, v any) string {
 // allowed gap, exactly those messages take it, and there are at most as
 // many as the stage admits to a hand-off at once.
 func TestJourneyEngineSurvivesKillNine(t *testing.T) {
+	// Mostly waits (timers, relay grace, restarts): runs beside the other
+	// kill -9 tests, each on its own broker and topic prefix.
+	t.Parallel()
 	const nWait, nSend = 1000, 100
 	e := newE2E(t)
 	first := make(chan struct{}) // closed when a first "send" email arrives

@@ -31,6 +31,9 @@ import (
 // its delivered status on the status topic, each under one envelope id;
 // no message that did not move has either.
 func TestKillNineBetweenReportCommitAndPublishLosesNoEvent(t *testing.T) {
+	// Mostly waits (timers, relay grace, restarts): runs beside the other
+	// kill -9 tests, each on its own broker and topic prefix.
+	t.Parallel()
 	e := newE2E(t)
 	faulty, base := e.serverWith(t, "serve", "SENDSTREAM_FAULT_EXIT_AFTER_COMMIT=60", "SENDSTREAM_OUTBOX_GRACE=1s")
 	var ws workspace

@@ -87,6 +87,9 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // of every batch-1 message once. No receiver gets any (message, attempt)
 // twice.
 func TestKillNineBetweenWebhookAttempts(t *testing.T) {
+	// Mostly waits (timers, relay grace, restarts): runs beside the other
+	// kill -9 tests, each on its own broker and topic prefix.
+	t.Parallel()
 	// Batch 1 is larger than the per-target bound (16), so some of its
 	// deliveries are deferred through River; batch 2 is not, so all of its
 	// deliveries wait before attempt 2 together when the server is killed.
