@@ -104,8 +104,10 @@ func (d Deps) messagesPage(c *ingest.Call) ingest.Result {
 		data.Checked = true
 		subjects := map[string]string{}
 		for _, m := range msgs {
-			row := messageRow{Message: m, Subject: m.Subject, Rendered: m.Subject != "", At: lastChange(m)}
-			if !row.Rendered {
+			row := messageRow{Message: m, Rendered: m.Subject != nil, At: lastChange(m)}
+			if row.Rendered {
+				row.Subject = *m.Subject
+			} else {
 				row.Subject = d.subject(c.Ctx, p.Workspace, m.TemplateID, subjects)
 			}
 			data.Messages = append(data.Messages, row)

@@ -112,7 +112,7 @@ type messageView struct {
 func view(m Message, withEvents bool) messageView {
 	v := messageView{
 		ID: m.ID, Status: m.Status, To: m.To, MessageID: m.RFCMessageID, ExternalID: strPtr(m.ExternalID),
-		ContactID: strPtr(m.ContactID), TemplateID: strPtr(m.TemplateID), Subject: strPtr(m.Subject), CreatedAt: m.CreatedAt.UTC(),
+		ContactID: strPtr(m.ContactID), TemplateID: strPtr(m.TemplateID), Subject: m.Subject, CreatedAt: m.CreatedAt.UTC(),
 		SentAt: utc(m.SentAt), DeliveredAt: utc(m.DeliveredAt), FailureReason: strPtr(m.FailureReason),
 	}
 	if m.BouncedAt != nil {

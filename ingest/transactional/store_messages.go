@@ -53,8 +53,8 @@ type Message struct {
 	ComplainedAt  *time.Time
 	FailedAt      *time.Time
 	// Subject is the subject line as rendered when the message was handed
-	// off; "" before that, or when it failed before its subject rendered.
-	Subject string
+	// off; nil before that, or when it failed before its subject rendered.
+	Subject *string
 }
 
 func scanMessage(row pgx.Row) (Message, error) {

@@ -56,7 +56,8 @@ type claim struct {
 // finishIn is the outcome of one hand-off to record.
 type finishIn struct {
 	id, status, reason, providerID string
-	subject                        string // as rendered; "" when it did not render
+	subject                        string // as rendered, when rendered
+	rendered                       bool   // false: it failed before its subject rendered
 }
 
 // finishOut says whether the outcome was recorded (the claim was still
@@ -180,10 +181,12 @@ func (s *store) finish(ctx context.Context, in finishIn) (finishOut, error) {
 func (s *store) finishBatch(ctx context.Context, ins []finishIn) ([]finishOut, error) {
 	n := len(ins)
 	ids, statuses, reasons, pids, subjects := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	rendered := make([]bool, n)
 	for i, in := range ins {
-		ids[i], statuses[i], reasons[i], pids[i], subjects[i] = in.id, in.status, in.reason, in.providerID, in.subject
+		ids[i], statuses[i], reasons[i], pids[i] = in.id, in.status, in.reason, in.providerID
+		subjects[i], rendered[i] = in.subject, in.rendered
 	}
-	rows, err := s.pg.Query(ctx, sqlFinish, s.token, ids, statuses, reasons, pids, subjects)
+	rows, err := s.pg.Query(ctx, sqlFinish, s.token, ids, statuses, reasons, pids, subjects, rendered)
 	if err != nil {
 		return nil, err
 	}

@@ -316,7 +316,8 @@ func (s *Stage) giveBack(ctx context.Context, id string, cause error) error {
 // delivery fails the message as outcome unknown once the lease ran out.
 func (s *Stage) record(ctx context.Context, env schemas.Envelope, p *schemas.SendPayload, r result) ([]schemas.Envelope, error) {
 	for attempt := 0; ; attempt++ {
-		f, err := s.db.finish(ctx, finishIn{id: p.MessageID, status: r.status, reason: r.reason, providerID: r.providerID, subject: r.subject})
+		f, err := s.db.finish(ctx, finishIn{id: p.MessageID, status: r.status, reason: r.reason, providerID: r.providerID,
+			subject: deref(r.subject), rendered: r.subject != nil})
 		if err == nil {
 			if !f.ok {
 				return nil, nil // the claim was no longer ours: nothing recorded, nothing to say
@@ -344,7 +345,7 @@ func (s *Stage) deliver(ctx context.Context, ws string, p *schemas.SendPayload) 
 	if err != nil {
 		return result{status: schemas.MessageFailed, reason: "no provider: " + err.Error()}, nil
 	}
-	raw, subject, err := s.build(ctx, ws, p)
+	raw, rendered, err := s.build(ctx, ws, p)
 	if err != nil {
 		var perm permanentBuild
 		if errors.As(err, &perm) {
@@ -352,6 +353,7 @@ func (s *Stage) deliver(ctx context.Context, ws string, p *schemas.SendPayload) 
 		}
 		return result{}, fmt.Errorf("delivery: build %s: %w", p.MessageID, err)
 	}
+	subject := &rendered
 	rcpts := append([]string{p.To}, p.Cc...)
 	rcpts = append(rcpts, p.Bcc...)
 	rec, err := prov.Send(ctx, &email.Message{ID: p.MessageID, From: p.From.Email, Recipients: rcpts, Raw: raw})

@@ -25,7 +25,7 @@ func TestStatementsFindMessagesByPrimaryKey(t *testing.T) {
 		{"claim_queued", sqlClaimQueued, []string{`'{a,b}'`, `'token'`}},
 		{"claim", sqlClaim, []string{`'{a,b}'`, `'token'`, `60`}},
 		{"release", sqlRelease, []string{`'token'`, `'{a,b}'`}},
-		{"finish", sqlFinish, []string{`'token'`, `'{a}'`, `'{sent}'`, `'{""}'`, `'{""}'`, `'{""}'`}},
+		{"finish", sqlFinish, []string{`'token'`, `'{a}'`, `'{sent}'`, `'{""}'`, `'{""}'`, `'{""}'`, `'{true}'`}},
 		{"payloads", sqlPayloads, []string{`'{a,b}'`}},
 	} {
 		plan := stack.GenericPlan(t, pg, tables, c.sql, c.args...)

@@ -46,11 +46,11 @@ func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	send := func(to string) schemas.Envelope {
+	sendSubject := func(to, subject string) schemas.Envelope {
 		id := schemas.NewID()
 		p := schemas.SendPayload{MessageID: id, RFCMessageID: id + "@stage.test", To: to, From: schemas.Address{Email: "noreply@stage.test"},
 			Policy:  schemas.PolicyRef{ID: "p", Key: "transactional", Kind: schemas.PolicyTransactional, Provider: "smtp"},
-			Subject: "Hello {{ n }}", HTML: "<p>{{ n }}</p>", Data: json.RawMessage(`{"n":1}`), AcceptedAt: time.Now().UTC()}
+			Subject: subject, HTML: "<p>{{ n }}</p>", Data: json.RawMessage(`{"n":1}`), AcceptedAt: time.Now().UTC()}
 		b, err := json.Marshal(p)
 		if err != nil {
 			t.Fatal(err)
@@ -58,6 +58,7 @@ func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
 		// No row yet: Handle restores it from the envelope first.
 		return schemas.Envelope{ID: id, Workspace: ws, Type: schemas.TypeTransactionalSend, Key: ws + ":" + id, OccurredAt: p.AcceptedAt, Payload: b}
 	}
+	send := func(to string) schemas.Envelope { return sendSubject(to, "Hello {{ n }}") }
 
 	env := send("once@example.test")
 	first, err := s.Handle(ctx, env)
@@ -96,6 +97,14 @@ func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
 	}
 	if got := subject(env.ID); got != "Hello 1" {
 		t.Errorf("stored subject %q, want it as rendered: \"Hello 1\"", got)
+	}
+	// A subject that renders empty is stored empty: rendered, not missing.
+	empty := sendSubject("empty@example.test", "{{ absent }}")
+	if _, err := s.Handle(ctx, empty); err != nil {
+		t.Fatal(err)
+	}
+	if got := subject(empty.ID); got != "" {
+		t.Errorf("stored subject %q, want the empty rendering", got)
 	}
 
 	env = send("lost@example.test")

@@ -1,10 +1,11 @@
 -- Record hand-off outcomes of messages claimed with token $1: arrays of
 -- equal length $2 id, $3 outcome ('sent' or 'failed'), $4 failure reason,
--- $5 provider message id, $6 the rendered subject ('' when it did not
--- render). A message a provider report already moved on keeps its status
--- (sent_at is still recorded). Stored payloads go.
+-- $5 provider message id, $6 the subject as rendered and $7 whether it
+-- rendered (a failure before rendering keeps what the row has). A message
+-- a provider report already moved on keeps its status (sent_at is still
+-- recorded). Stored payloads go.
 WITH u AS (
-    SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(id, outcome, reason, provider_id, subject)
+    SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::boolean[]) AS u(id, outcome, reason, provider_id, subject, rendered)
 ),
 done AS (
     UPDATE transactional_messages t
@@ -13,7 +14,7 @@ done AS (
            failed_at = CASE WHEN u.outcome = 'failed' THEN now() ELSE t.failed_at END,
            failure_reason = CASE WHEN u.outcome = 'failed' THEN u.reason ELSE t.failure_reason END,
            provider_message_id = nullif(u.provider_id, ''),
-           subject = coalesce(nullif(u.subject, ''), t.subject),
+           subject = CASE WHEN u.rendered THEN u.subject ELSE t.subject END,
            claim_token = NULL, updated_at = now()
       FROM u
      WHERE t.id = u.id AND t.claim_token = $1
