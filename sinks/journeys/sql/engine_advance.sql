@@ -17,7 +17,7 @@ WITH input AS (
                   $9::text[], $10::text[], $11::timestamptz[])
            WITH ORDINALITY AS u(id, address, wake_ended, step_type, outcome, message_id, detail, final, cause_id, next, done_at, ord)
 ), cur AS (
-    SELECT e.id
+    SELECT e.id, i.next, i.final, i.done_at
       FROM journey_executions e
       JOIN input i ON i.id = e.id
       JOIN journeys j ON j.id = e.journey_id
@@ -34,13 +34,18 @@ WITH input AS (
     ON CONFLICT (execution_id, address) DO NOTHING
     RETURNING execution_id
 ), moved AS (
+    -- Driven by cur (the locked rows, with their input), each probing its
+    -- row by primary key; rec's ids are gathered once into an array. A
+    -- join of rec with input here was planned, in the generic plan, as a
+    -- nested loop over both CTEs (estimated at 1 and 10 rows): quadratic
+    -- in the batch, 160 ms for 247 steps.
     UPDATE journey_executions x
-       SET position = coalesce(nullif(i.next, ''), x.position), next_wake_at = NULL, wait_event = NULL, updated_at = i.done_at,
-           state = coalesce(nullif(i.final, ''), x.state),
-           finished_at = CASE WHEN i.final = '' THEN x.finished_at ELSE i.done_at END
-      FROM rec JOIN input i ON i.id = rec.execution_id
-     WHERE x.id = rec.execution_id AND x.state = 'active'
-    RETURNING x.journey_id, x.contact_id, i.final
+       SET position = coalesce(nullif(c.next, ''), x.position), next_wake_at = NULL, wait_event = NULL, updated_at = c.done_at,
+           state = coalesce(nullif(c.final, ''), x.state),
+           finished_at = CASE WHEN c.final = '' THEN x.finished_at ELSE c.done_at END
+      FROM cur c
+     WHERE x.id = c.id AND x.state = 'active' AND c.id = ANY (ARRAY(SELECT execution_id FROM rec))
+    RETURNING x.journey_id, x.contact_id, c.final
 ), entry AS (
     UPDATE journey_entries n SET running = n.running - f.ended
       FROM (SELECT journey_id, contact_id, count(*) AS ended FROM moved WHERE final <> '' GROUP BY journey_id, contact_id) f
