@@ -304,6 +304,25 @@ func TopicPrefix(t testing.TB) string {
 // path. literals are the statement's parameters as SQL literals.
 func GenericPlan(t testing.TB, pool *pgxpool.Pool, tables []string, sql string, literals ...string) string {
 	t.Helper()
+	return GenericPlanWith(t, pool, PlanSetup{Tables: tables}, sql, literals...)
+}
+
+// PlanSetup is what GenericPlanWith plans over.
+type PlanSetup struct {
+	Tables []string // copied empty, indexes included, into the scratch schema
+	// Fill runs after the copies are made and come first on the search
+	// path (unqualified names are the copies); the copies are then
+	// analyzed, so the plan is made for tables of that size.
+	Fill []string
+	// SeqScan leaves sequential scans on (a pool's defaults) instead of
+	// pgsink.LookupPool's setting.
+	SeqScan bool
+}
+
+// GenericPlanWith is GenericPlan over setup: the copies filled and analyzed
+// first when setup.Fill is set.
+func GenericPlanWith(t testing.TB, pool *pgxpool.Pool, setup PlanSetup, sql string, literals ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pool.Acquire(ctx)
@@ -321,11 +340,18 @@ func GenericPlan(t testing.TB, pool *pgxpool.Pool, tables []string, sql string, 
 		_, _ = conn.Exec(context.Background(), "DEALLOCATE plan_scratch_stmt")
 	}()
 	stmts := []string{"CREATE SCHEMA plan_scratch"}
-	for _, tb := range tables {
+	for _, tb := range setup.Tables {
 		stmts = append(stmts, fmt.Sprintf("CREATE TABLE plan_scratch.%[1]s (LIKE public.%[1]s INCLUDING ALL)", tb))
 	}
-	stmts = append(stmts, "SET LOCAL search_path = plan_scratch, public", "SET LOCAL plan_cache_mode = force_generic_plan",
-		"SET LOCAL enable_seqscan = off", "PREPARE plan_scratch_stmt AS "+sql)
+	stmts = append(stmts, "SET LOCAL search_path = plan_scratch, public")
+	if len(setup.Fill) > 0 {
+		stmts = append(append(stmts, setup.Fill...), "ANALYZE "+strings.Join(setup.Tables, ", "))
+	}
+	stmts = append(stmts, "SET LOCAL plan_cache_mode = force_generic_plan")
+	if !setup.SeqScan {
+		stmts = append(stmts, "SET LOCAL enable_seqscan = off")
+	}
+	stmts = append(stmts, "PREPARE plan_scratch_stmt AS "+sql)
 	for _, s := range stmts {
 		if _, err := tx.Exec(ctx, s); err != nil {
 			t.Fatalf("stack: generic plan: %s: %v", s, err)
