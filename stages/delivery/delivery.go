@@ -317,7 +317,7 @@ func (s *Stage) giveBack(ctx context.Context, id string, cause error) error {
 func (s *Stage) record(ctx context.Context, env schemas.Envelope, p *schemas.SendPayload, r result) ([]schemas.Envelope, error) {
 	for attempt := 0; ; attempt++ {
 		f, err := s.db.finish(ctx, finishIn{id: p.MessageID, status: r.status, reason: r.reason, providerID: r.providerID,
-			subject: deref(r.subject), rendered: r.subject != nil})
+			subject: r.subject, rendered: r.rendered})
 		if err == nil {
 			if !f.ok {
 				return nil, nil // the claim was no longer ours: nothing recorded, nothing to say
@@ -353,18 +353,19 @@ func (s *Stage) deliver(ctx context.Context, ws string, p *schemas.SendPayload) 
 		}
 		return result{}, fmt.Errorf("delivery: build %s: %w", p.MessageID, err)
 	}
-	subject := &rendered
 	rcpts := append([]string{p.To}, p.Cc...)
 	rcpts = append(rcpts, p.Bcc...)
 	rec, err := prov.Send(ctx, &email.Message{ID: p.MessageID, From: p.From.Email, Recipients: rcpts, Raw: raw})
+	r := result{status: schemas.MessageFailed, subject: rendered, rendered: true}
 	switch {
 	case err == nil:
-		return result{status: schemas.MessageSent, providerID: rec.ProviderMessageID, refused: rec.Refused, subject: subject}, nil
+		r.status, r.providerID, r.refused = schemas.MessageSent, rec.ProviderMessageID, rec.Refused
 	case email.IsRefused(err):
-		return result{status: schemas.MessageFailed, reason: "provider refused the message: " + strings.TrimPrefix(err.Error(), "refused: "), subject: subject}, nil
+		r.reason = "provider refused the message: " + strings.TrimPrefix(err.Error(), "refused: ")
 	case email.IsUnknownOutcome(err):
-		return result{status: schemas.MessageFailed, reason: "delivery outcome unknown (" + err.Error() + "); not retried to avoid sending twice", subject: subject}, nil
+		r.reason = "delivery outcome unknown (" + err.Error() + "); not retried to avoid sending twice"
 	default:
 		return result{}, fmt.Errorf("delivery: provider %s unavailable for %s: %w", prov.Name(), p.MessageID, err)
 	}
+	return r, nil
 }

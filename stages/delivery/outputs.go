@@ -27,10 +27,11 @@ func route(out schemas.Envelope) string {
 
 // result is the recorded outcome of one message.
 type result struct {
-	status     string  // schemas.MessageSent or MessageFailed
-	reason     string  // why it failed
-	providerID string  // the transport's id of a sent message
-	subject    *string // as rendered; nil when it failed before rendering
+	status     string // schemas.MessageSent or MessageFailed
+	reason     string // why it failed
+	providerID string // the transport's id of a sent message
+	subject    string // as rendered, when rendered
+	rendered   bool   // false: it failed before its subject rendered
 	refused    []string
 	at         time.Time // when it was recorded
 }
@@ -109,12 +110,4 @@ func providerName(name string) string {
 		return "smtp"
 	}
 	return name
-}
-
-// deref is *s, or "" for nil.
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
