@@ -121,9 +121,13 @@ func (s *Store) PeekRuns(ctx context.Context, keys []RunKey) ([]Peeked, error) {
 // Advance is one step of an execution whose result is known before its
 // lock (see AdvanceAll): the step's record, whether the execution waits
 // for a wait that ended by Step.DoneAt (WakeEnded) or for nothing, and
-// where it goes on (Next; "" when Step.Final ends it).
+// where it goes on (Next; "" when Step.Final ends it). Then, when not
+// nil, is a second step that ran after Step under the same lock (the step
+// a timer's wake-up leads to): it is recorded with Step, Next and
+// Then.Final say where it leaves the execution, and Step.Final must be "".
 type Advance struct {
 	Step      StepRun
+	Then      *StepRun
 	WakeEnded bool
 	Next      string
 }
@@ -150,6 +154,8 @@ func (s *Store) AdvanceAll(ctx context.Context, in []Advance) ([]Advanced, error
 		make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n),
 		make([]string, 0, n), make([]string, 0, n)
 	wake, at := make([]bool, 0, n), make([]time.Time, 0, n)
+	tAddr, tTyp, tOutcome, tMsg, tDetail := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n),
+		make([]string, 0, n), make([]string, 0, n)
 	idx := make([]int, 0, n)
 	seen := make(map[string]bool, n)
 	for i, a := range in {
@@ -162,8 +168,16 @@ func (s *Store) AdvanceAll(ctx context.Context, in []Advance) ([]Advanced, error
 		ids, addr, wake, typ = append(ids, st.ExecutionID), append(addr, st.Address), append(wake, a.WakeEnded), append(typ, st.StepType)
 		outcome, msg, detail, final = append(outcome, st.Outcome), append(msg, st.MessageID), append(detail, st.Detail), append(final, st.Final)
 		cause, next, at = append(cause, st.CauseID), append(next, a.Next), append(at, st.DoneAt)
+		var then StepRun
+		if a.Then != nil {
+			then = *a.Then
+			final[len(final)-1] = then.Final
+		}
+		tAddr, tTyp, tOutcome = append(tAddr, then.Address), append(tTyp, then.StepType), append(tOutcome, then.Outcome)
+		tMsg, tDetail = append(tMsg, then.MessageID), append(tDetail, then.Detail)
 	}
-	rows, err := s.pg.Query(ctx, sqlEngineAdvance, ids, addr, wake, typ, outcome, msg, detail, final, cause, next, at)
+	rows, err := s.pg.Query(ctx, sqlEngineAdvance, ids, addr, wake, typ, outcome, msg, detail, final, cause, next, at,
+		tAddr, tTyp, tOutcome, tMsg, tDetail)
 	if err != nil {
 		return nil, fmt.Errorf("advance %d executions: %w", len(ids), err)
 	}

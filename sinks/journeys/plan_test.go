@@ -31,8 +31,9 @@ func TestAdvanceAllPlanIsLinearInTheBatch(t *testing.T) {
 		SeqScan: true, // the engine's pool plans with the defaults
 	}
 	plan := stack.GenericPlanWith(t, stack.PG(t), setup, sqlEngineAdvance,
-		`'{e1,e2}'`, `'{0,0}'`, `'{t,f}'`, `'{delay,send_email}'`, `'{done,sent}'`, `'{"",m}'`, `'{"",""}'`, `'{"",completed}'`,
-		`'{c1,c2}'`, `'{1,""}'`, `'{2026-01-01T00:00:00Z,2026-01-01T00:00:00Z}'`)
+		`'{e1,e2}'`, `'{0,0}'`, `'{t,f}'`, `'{delay,send_email}'`, `'{done,sent}'`, `'{"",m}'`, `'{"",""}'`, `'{completed,completed}'`,
+		`'{c1,c2}'`, `'{"",""}'`, `'{2026-01-01T00:00:00Z,2026-01-01T00:00:00Z}'`,
+		`'{1,""}'`, `'{send_email,""}'`, `'{sent,""}'`, `'{m1,""}'`, `'{"",""}'`)
 	if strings.Contains(plan, "Join Filter") {
 		t.Errorf("the generic plan compares row pairs in a nested loop:\n%s", plan)
 	}

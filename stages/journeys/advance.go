@@ -60,6 +60,59 @@ func (s *Stage) advance(ctx context.Context, env schemas.Envelope, seen journeys
 	return append(res.publish, stepEnvelope(r)), after(seen, pos, final), true, nil
 }
 
+// wakeAndRun handles the timer wake-up of a wait that is over when the
+// step it leads to has an outside effect (a delay, then a send_email):
+// the effect runs first, then one shared statement (AdvanceAll with Then)
+// locks the execution, records the wait's step and the effect's step and
+// moves it past both, instead of one statement per step. ok is false when
+// the wake-up is not such a one (nothing ran), or when the execution was
+// not as read (the effect ran but nothing was recorded: out holds what it
+// stored, to publish anyway, and the caller reads the execution again).
+func (s *Stage) wakeAndRun(ctx context.Context, env schemas.Envelope, seen journeys.Run, def *schemas.JourneyDefinition, st *schemas.JourneyStep, wake *schemas.JourneyWake) (out []schemas.Envelope, next *journeys.Run, ok bool, err error) {
+	now := s.o.Now().UTC()
+	if seen.NextWakeAt == nil || seen.NextWakeAt.After(now) {
+		return nil, nil, false, nil // not waiting, or early: the general path reschedules
+	}
+	res, known := s.known(seen, st, wake, nil)
+	if !known {
+		return nil, nil, false, nil
+	}
+	pos, final, err := target(def, seen.Position, res)
+	if err != nil || final != "" {
+		return nil, nil, false, err
+	}
+	nst, err := def.StepAt(pos)
+	if err != nil || !hasEffect(nst.Type) {
+		return nil, nil, false, nil // the general path reports a bad position
+	}
+	at := *after(seen, pos, "")
+	eff, err := s.effect(ctx, at, nst)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	pos2, final2, err := target(def, pos, eff)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	r1, r2 := stepRunOf(env, seen, st, res, "", now), stepRunOf(env, at, nst, eff, final2, now)
+	stay := pos2
+	if final2 != "" {
+		stay = pos // an ended execution stays at its last step, as finishStep leaves it
+	}
+	a, err := s.advances.Do(ctx, journeys.Advance{Step: r1, Then: &r2, WakeEnded: true, Next: stay})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if !a.Locked {
+		return eff.publish, nil, false, nil
+	}
+	if !a.Recorded { // the row lock makes this impossible, as in finishStep
+		return nil, nil, false, fmt.Errorf("step %s of execution %s is recorded but the execution is still at it", seen.Position, seen.ID)
+	}
+	out = append(append([]schemas.Envelope{stepEnvelope(r1)}, eff.publish...), stepEnvelope(r2))
+	return out, after(at, pos2, final2), true, nil
+}
+
 // finishStep records the step, moves the execution on (or ends it) within
 // tx and returns the step's outputs and the execution as it left it (nil:
 // ended).

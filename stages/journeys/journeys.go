@@ -333,6 +333,17 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 	if err != nil {
 		return nil, nil, false, pipeline.Permanent(fmt.Errorf("execution %s: %w", execID, err))
 	}
+	if wake != nil {
+		out, next, ok, err := s.wakeAndRun(ctx, env, seen, def, st, wake)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
+		}
+		if ok || out != nil {
+			// Done, or not as read: what the effect stored is published
+			// anyway (as below), and the execution is read again.
+			return out, next, ok && next != nil || !ok, nil
+		}
+	}
 	var effect *stepResult
 	if seen.JourneyStatus == schemas.JourneyActive && seen.NextWakeAt == nil && hasEffect(st.Type) {
 		r, err := s.effect(ctx, seen, st)

@@ -5,7 +5,11 @@
 -- false: next_wake_at null); then record the step (type $4, outcome $5,
 -- message $6, detail $7, final state $8, run by envelope $9, at $11; ''
 -- for none) and move the execution to $10 or, when $8 is not '', finish
--- it in state $8 and release its re-entry guard (as finish.sql).
+-- it in state $8 and release its re-entry guard (as finish.sql). When
+-- $12 is not '', a second step at address $12 (type $13, outcome $14,
+-- message $15, detail $16) ran after the first under the same lock and is
+-- recorded with it; $10 and $8 are then where that one leaves the
+-- execution, and only its record carries the final state.
 -- Executions are locked in id order, so two statements never wait for
 -- each other in a cycle; no two elements may name one execution. Returns,
 -- per element in order, whether the execution was locked as expected and
@@ -14,8 +18,9 @@
 WITH input AS (
     SELECT u.*
       FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                  $9::text[], $10::text[], $11::timestamptz[])
-           WITH ORDINALITY AS u(id, address, wake_ended, step_type, outcome, message_id, detail, final, cause_id, next, done_at, ord)
+                  $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[])
+           WITH ORDINALITY AS u(id, address, wake_ended, step_type, outcome, message_id, detail, final, cause_id, next, done_at,
+                                then_address, then_type, then_outcome, then_message, then_detail, ord)
 ), cur AS (
     SELECT e.id, i.next, i.final, i.done_at
       FROM journey_executions e
@@ -27,12 +32,17 @@ WITH input AS (
        FOR UPDATE OF e
 ), rec AS (
     INSERT INTO journey_step_runs (execution_id, address, step_type, outcome, message_id, detail, final_state, cause_id, done_at)
-    SELECT i.id, i.address, i.step_type, i.outcome, nullif(i.message_id, ''), nullif(i.detail, ''), nullif(i.final, ''),
+    SELECT i.id, s.address, s.step_type, s.outcome, nullif(s.message_id, ''), nullif(s.detail, ''), nullif(s.final, ''),
            i.cause_id, i.done_at
       FROM cur JOIN input i ON i.id = cur.id
-     ORDER BY i.ord
+     CROSS JOIN LATERAL (VALUES
+           (i.address, i.step_type, i.outcome, i.message_id, i.detail, CASE WHEN i.then_address = '' THEN i.final ELSE '' END, 1),
+           (i.then_address, i.then_type, i.then_outcome, i.then_message, i.then_detail, i.final, 2)
+         ) AS s(address, step_type, outcome, message_id, detail, final, n)
+     WHERE s.address <> ''
+     ORDER BY i.ord, s.n
     ON CONFLICT (execution_id, address) DO NOTHING
-    RETURNING execution_id
+    RETURNING execution_id, address
 ), moved AS (
     -- Driven by cur (the locked rows, with their input), each probing its
     -- row by primary key; rec's ids are gathered once into an array. A
@@ -54,5 +64,5 @@ WITH input AS (
 SELECT cur.id IS NOT NULL, rec.execution_id IS NOT NULL
   FROM input i
   LEFT JOIN cur ON cur.id = i.id
-  LEFT JOIN rec ON rec.execution_id = i.id
+  LEFT JOIN rec ON rec.execution_id = i.id AND rec.address = i.address
  ORDER BY i.ord
