@@ -75,14 +75,10 @@ func featureRoutes(ctx context.Context, cfg Config, res pipeline.Resources, inva
 	// The journey trigger (ingest/journeys): its started announcements go
 	// through the contacts outbox and relay.
 	// A start whose journey begins with a wait commits the execution in
-	// it with its timer (an insert-only River client on the engine's
-	// queue and clock); without one the engine moves it into the wait.
-	jd := journeys.Deps{Store: journeystore.NewStore(res.Postgres, res.ClockOrSystem().Now), Outbox: contactStore}
-	if t, err := timers.Inserter(ctx, res.Postgres, timers.Config{Queue: timers.QueueFor(cfg.TopicPrefix), Logger: res.Logger, Clock: res.Clock}); err == nil {
-		jd.Timers = t
-	} else if res.Logger != nil {
-		res.Logger.Warn("journey trigger: no timers, starts leave their first wait to the engine", "err", err)
-	}
+	// it, its own timer: the wake relay of the engine processes of this
+	// topic prefix fires it (stages/journeys).
+	jd := journeys.Deps{Store: journeystore.NewStore(res.Postgres, res.ClockOrSystem().Now), Outbox: contactStore,
+		WakeScope: timers.QueueFor(cfg.TopicPrefix)}
 	routes = append(routes, journeys.Routes(jd)...)
 	trackingAuth := auth.NewCache(auth.NewStore(res.Postgres), auth.CacheConfig{TTL: cfg.KeyCacheTTL})
 	if inval != nil {

@@ -60,7 +60,7 @@ func init() {
 		Name:     "journeys",
 		Doc:      "journey trigger calls/s (closed loop, distinct contacts); 100,000 executions' timers due within a minute: lateness p99, one email each",
 		Issue:    26,
-		Requires: []string{"main.go", "ingest/journeys", "stages/journeys", "sinks/timers"},
+		Requires: []string{"main.go", "ingest/journeys", "stages/journeys", "sinks/journeys", "sinks/timers"},
 		Prepare:  prepareJnSink,
 		Setup:    jnSetup,
 		Request: func(s *harness.System) *load.Request {

@@ -27,8 +27,6 @@ var (
 	jnStepsSQL string
 	//go:embed sql/journeys_completed.sql
 	jnCompletedSQL string
-	//go:embed sql/journeys_river.sql
-	jnRiverSQL string
 )
 
 // jnConns is the closed loop's connections in (a) and the senders of (b)'s
@@ -233,10 +231,6 @@ func jnTimersPhase(ctx context.Context, s *harness.System, c *harness.CustomRun,
 	if err != nil {
 		return err
 	}
-	taken, published, err := jnRiver(ctx, pool, first, last)
-	if err != nil {
-		return err
-	}
 	lost, doubled, strangers := jnEmails(sk, due)
 	cpu := meter.PerOp(float64(steps))
 	perExec := map[string]float64{}
@@ -249,15 +243,13 @@ func jnTimersPhase(ctx context.Context, s *harness.System, c *harness.CustomRun,
 			"startSec": sent.Seconds(), "delaySec": delay.Seconds(), "dueSpreadSec": spread.Seconds(),
 			"latenessP50Sec": p50, "latenessP90Sec": quantile(late, 0.90), "latenessP99Sec": p99, "latenessMaxSec": pmax,
 			"wakeLatenessP50Sec": quantile(wake, 0.50), "wakeLatenessP99Sec": quantile(wake, 0.99),
-			"timerTakenP50Sec": quantile(taken, 0.50), "timerTakenP99Sec": quantile(taken, 0.99),
-			"timerPublishedP50Sec": quantile(published, 0.50), "timerPublishedP99Sec": quantile(published, 0.99),
 			"measured": float64(len(late)), "completed": float64(completed), "emails": float64(sk.total.Load() - base),
 			"emailsLost": float64(lost), "emailsDoubled": float64(doubled), "emailsToOthers": float64(strangers),
 			"stepsInWindow": float64(steps), "windowSec": window.Seconds(),
 			"machineCpuUsPerExecution": perExec["machine"]},
 		Samples: map[string][]float64{"emailsEachSecond": perSec}}
-	p.Note = fmt.Sprintf("%d executions due over %.1f s (started in %.1f s, delay %s): send-step lateness p50 %.2f p99 %.2f max %.2f s (timer taken p99 %.2f, published p99 %.2f, wake step p99 %.2f s), %d completed, %d emails (%d lost, %d doubled) in %.1f s, machine %.0f µs/step (%d steps; server %.0f, broker %.0f, postgres %.0f, clickhouse %.0f, sink+bench %.0f), load %s→%s→%s",
-		len(due), spread.Seconds(), sent.Seconds(), delay, p50, p99, pmax, quantile(taken, 0.99), quantile(published, 0.99), quantile(wake, 0.99), completed,
+	p.Note = fmt.Sprintf("%d executions due over %.1f s (started in %.1f s, delay %s): send-step lateness p50 %.2f p99 %.2f max %.2f s (wake step p99 %.2f s), %d completed, %d emails (%d lost, %d doubled) in %.1f s, machine %.0f µs/step (%d steps; server %.0f, broker %.0f, postgres %.0f, clickhouse %.0f, sink+bench %.0f), load %s→%s→%s",
+		len(due), spread.Seconds(), sent.Seconds(), delay, p50, p99, pmax, quantile(wake, 0.99), completed,
 		sk.total.Load()-base, lost, doubled, window.Seconds(), cpu["machine"], steps, cpu["server"], cpu["broker"],
 		cpu["postgres"], cpu["clickhouse"], cpu["generator"], load0, load1, loadAvg())
 	c.AddPhase(p)
@@ -362,30 +354,6 @@ func jnLateness(ctx context.Context, pool *pgxpool.Pool, journeyID string, due m
 	sort.Float64s(late)
 	sort.Float64s(wake)
 	return late, wake, steps, nil
-}
-
-// jnRiver returns, for the timers due in [first, last], how long after
-// its due time River's worker took each and finished its publish, in
-// seconds, sorted: the timers' share of the lateness.
-func jnRiver(ctx context.Context, pool *pgxpool.Pool, first, last time.Time) (taken, published []float64, err error) {
-	rows, err := pool.Query(ctx, jnRiverSQL, first, last)
-	if err != nil {
-		return nil, nil, fmt.Errorf("journeys (b): read timer jobs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var t, p float64
-		if err := rows.Scan(&t, &p); err != nil {
-			return nil, nil, fmt.Errorf("journeys (b): read timer jobs: %w", err)
-		}
-		taken, published = append(taken, t), append(published, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("journeys (b): read timer jobs: %w", err)
-	}
-	sort.Float64s(taken)
-	sort.Float64s(published)
-	return taken, published, nil
 }
 
 // jnEmails compares the sink's messages with the executions: contacts with

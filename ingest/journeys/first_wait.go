@@ -4,26 +4,17 @@ import (
 	"context"
 	"sync"
 
-	"github.com/jackc/pgx/v5"
-
 	"sendstream/sinks/journeys"
-	"sendstream/sinks/timers"
 )
-
-// Timers stores many timers in one statement within tx (sinks/timers'
-// Timers; the server's is an Inserter: it stores timers, the journey
-// engine's processes fire them).
-type Timers interface {
-	ScheduleMany(ctx context.Context, tx pgx.Tx, ts []timers.Timer) error
-}
 
 // firstWaits knows, per journey version (versions never change), whether
 // its first step is a wait a start may begin (journeys.StartsWaiting):
-// with Deps.Timers, such a start inserts the execution already waiting and
-// its timer in the start's transaction, and the engine has nothing to do
-// for its started announcement.
+// with Deps.WakeScope, such a start inserts the execution already waiting,
+// its own timer, and the engine has nothing to do for its started
+// announcement.
 type firstWaits struct {
 	store *journeys.Store
+	scope string // the wake relay's (FirstWait.Scope)
 	mu    sync.Mutex
 	known map[versionKey]*journeys.FirstWait // nil value: not a wait
 }
@@ -49,7 +40,7 @@ func (f *firstWaits) get(ctx context.Context, id string, v int) *journeys.FirstW
 		return nil // not cached: read again on the next call
 	}
 	if st, err := def.StepAt("0"); err == nil && journeys.StartsWaiting(st) {
-		w = &journeys.FirstWait{Version: v, Step: st}
+		w = &journeys.FirstWait{Version: v, Step: st, Scope: f.scope}
 	}
 	f.mu.Lock()
 	if len(f.known) > 10000 {

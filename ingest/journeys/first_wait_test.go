@@ -3,27 +3,65 @@ package journeys_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
 	"sendstream/ingest/ingesttest"
 	"sendstream/schemas"
+	sj "sendstream/sinks/journeys"
 )
 
-// testQueue is the River queue of the tests' timers: no process works it.
-const testQueue = "timers_ingest_journeys_test"
+// testScope is the wake relay scope of the tests' starts: no process
+// relays it but the test below, by hand.
+const testScope = "timers_ingest_journeys_test"
+
+// wakes records what a relay round publishes.
+type wakes struct {
+	mu   sync.Mutex
+	envs []schemas.Envelope
+}
+
+func (w *wakes) Publish(_ context.Context, topic string, envs ...schemas.Envelope) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range envs {
+		if topic == schemas.TopicJourneys {
+			w.envs = append(w.envs, e)
+		}
+	}
+	return nil
+}
+
+// of returns the recorded envelopes of workspace ws.
+func (w *wakes) of(ws string) []schemas.Envelope {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []schemas.Envelope
+	for _, e := range w.envs {
+		if e.Workspace == ws {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // TestTriggerStartsInFirstWait: a trigger on a journey whose first step is
-// a delay answers once the execution is stored waiting at that step and
-// its timer (the engine's wake-up envelope, due at the delay's end) is
-// stored with it; a journey beginning with another step starts not
-// waiting and without a timer (the engine runs it).
+// a delay answers once the execution is stored waiting at that step as its
+// own timer (wake_scope: the relay's scope); a journey beginning with
+// another step starts not waiting and with none (the engine runs it).
+// Once the delay is over, one wake relay round publishes each waiting
+// execution's wake-up (the engine's envelope, due at the delay's end,
+// caused by the started announcement) and clears its scope; the next
+// round publishes nothing more.
 func TestTriggerStartsInFirstWait(t *testing.T) {
 	e := start(t, ingesttest.WorkspaceOpts{})
 	ctx := context.Background()
 	_, tk := e.journey(t, e.ws, apiJourney("active", "always")) // delay 1h
 	_, xk := e.journey(t, e.ws, `{"name":"X","status":"active","reentry":"always","trigger":{"type":"api_event"},"steps":[{"type":"exit"}]}`)
 	e.contact(t, "wait@example.com", "ACTIVE")
+	due := map[string]time.Time{} // waiting execution → its wake time
+	contact := ""
 	for _, c := range []struct {
 		key     string
 		waiting bool
@@ -33,35 +71,58 @@ func TestTriggerStartsInFirstWait(t *testing.T) {
 		if err := json.Unmarshal(b, &o); err != nil || st != 200 {
 			t.Fatalf("trigger: %d %s", st, b)
 		}
+		contact = o.ContactID
 		var started time.Time
 		var wake *time.Time
-		if err := e.h.PG.QueryRow(ctx, `SELECT started_at, next_wake_at FROM journey_executions WHERE id = $1 AND position = '0' AND state = 'active'`,
-			o.ExecutionID).Scan(&started, &wake); err != nil {
+		var scope *string
+		if err := e.h.PG.QueryRow(ctx, `SELECT started_at, next_wake_at, wake_scope FROM journey_executions WHERE id = $1 AND position = '0' AND state = 'active'`,
+			o.ExecutionID).Scan(&started, &wake, &scope); err != nil {
 			t.Fatal(err)
 		}
-		wakeID := schemas.ChildID(o.ExecutionID+"/0", schemas.TypeJourneyWake, 0)
-		var jobs int
-		var at time.Time
-		var packed string
-		err := e.h.PG.QueryRow(ctx, `SELECT count(*) OVER (), scheduled_at, args->>'envelope' FROM river_job WHERE queue = $1 AND args->>'envelopeId' = $2`,
-			testQueue, wakeID).Scan(&jobs, &at, &packed)
 		if !c.waiting {
-			if wake != nil || err == nil {
-				t.Errorf("exit journey: wake %v, timer %v (%d)", wake, err, jobs)
+			if wake != nil || scope != nil {
+				t.Errorf("exit journey: wake %v, scope %v", wake, scope)
 			}
 			continue
 		}
-		if err != nil || wake == nil || !wake.Equal(started.Add(time.Hour)) || jobs != 1 || !at.Equal(*wake) {
-			t.Fatalf("delay journey: started %s wake %v; timer %d at %s, %v", started, wake, jobs, at, err)
+		if wake == nil || !wake.Equal(started.Add(time.Hour)) || scope == nil || *scope != testScope {
+			t.Fatalf("delay journey: started %s, wake %v, scope %v", started, wake, scope)
 		}
-		var env schemas.Envelope
+		due[o.ExecutionID] = *wake
+	}
+	pub := &wakes{}
+	early := sj.NewStore(e.h.PG, func() time.Time { return time.Now().Add(50 * time.Minute) })
+	if _, err := early.RelayWakes(ctx, pub, testScope, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if got := pub.of(e.ws); len(got) != 0 {
+		t.Fatalf("before the delay's end the relay published %d wake-ups", len(got))
+	}
+	later := sj.NewStore(e.h.PG, func() time.Time { return time.Now().Add(2 * time.Hour) })
+	for range 2 { // the second round finds nothing left
+		if _, err := later.RelayWakes(ctx, pub, testScope, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := pub.of(e.ws)
+	if len(got) != len(due) {
+		t.Fatalf("%d wake-ups published, want one per waiting execution (%d)", len(got), len(due))
+	}
+	for _, env := range got {
 		var p schemas.JourneyWake
-		if err := json.Unmarshal([]byte(packed), &env); err != nil || json.Unmarshal(env.Payload, &p) != nil {
-			t.Fatalf("timer envelope %s: %v", packed, err)
+		if err := json.Unmarshal(env.Payload, &p); err != nil {
+			t.Fatal(err)
 		}
-		if env.ID != wakeID || env.Type != schemas.TypeJourneyWake || env.Workspace != e.ws || env.Key != e.ws+":"+o.ContactID ||
-			env.CausationID != schemas.JourneyStartedEnvelopeID(o.ExecutionID) || p.ExecutionID != o.ExecutionID || p.Position != "0" || !p.DueAt.Equal(*wake) {
-			t.Errorf("timer envelope %+v %+v", env, p)
+		at, ok := due[p.ExecutionID]
+		if !ok || env.ID != schemas.ChildID(p.ExecutionID+"/0", schemas.TypeJourneyWake, 0) || env.Type != schemas.TypeJourneyWake ||
+			env.Key != e.ws+":"+contact || env.CausationID != schemas.JourneyStartedEnvelopeID(p.ExecutionID) ||
+			p.Position != "0" || !p.DueAt.Equal(at) {
+			t.Errorf("wake-up %+v %+v", env, p)
 		}
+		delete(due, p.ExecutionID)
+	}
+	var left int
+	if err := e.h.PG.QueryRow(ctx, `SELECT count(*) FROM journey_executions WHERE workspace_id = $1 AND wake_scope IS NOT NULL`, e.ws).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d executions still to relay (%v)", left, err)
 	}
 }

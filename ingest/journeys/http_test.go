@@ -20,7 +20,6 @@ import (
 	"sendstream/ingest/journeys"
 	"sendstream/schemas"
 	sj "sendstream/sinks/journeys"
-	"sendstream/sinks/timers"
 )
 
 const triggerPath = "/api/public/journeys/trigger"
@@ -41,16 +40,12 @@ func start(t *testing.T, o ingesttest.WorkspaceOpts) *env {
 	cs := contacts.NewStore(pg)
 	t.Cleanup(cs.Close)
 	store := sj.NewStore(pg, nil)
-	// As the server: starts on a journey beginning with a wait commit its
-	// timer (a queue no test process works).
-	tm, err := timers.Inserter(context.Background(), pg, timers.Config{Queue: testQueue})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := ingesttest.Start(t, journeys.Routes(journeys.Deps{Store: store, Outbox: cs, Timers: tm})...)
+	// As the server: starts on a journey beginning with a wait are their
+	// own timers, of a scope no test process relays.
+	h := ingesttest.Start(t, journeys.Routes(journeys.Deps{Store: store, Outbox: cs, WakeScope: testScope})...)
 	ws, key := h.NewWorkspace(t, o)
-	t.Cleanup(func() { // nothing works testQueue: its timers would stay
-		if _, err := pg.Exec(context.Background(), `DELETE FROM river_job WHERE queue = $1 AND args->>'envelope' LIKE '%' || $2 || '%'`, testQueue, ws); err != nil {
+	t.Cleanup(func() { // nothing relays testScope: out of the relay's index
+		if _, err := pg.Exec(context.Background(), `UPDATE journey_executions SET wake_scope = NULL WHERE workspace_id = $1`, ws); err != nil {
 			t.Error(err)
 		}
 	})

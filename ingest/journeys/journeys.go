@@ -65,10 +65,12 @@ type Deps struct {
 	// Outbox is the contacts store whose outbox and relay carry the
 	// started announcements; required.
 	Outbox Outbox
-	// Timers, when not nil, lets a start whose journey begins with a wait
-	// (first_wait.go) insert the execution already in it with its timer
-	// in the start's transaction; nil leaves every wait to the engine.
-	Timers Timers
+	// WakeScope, when not "", lets a start whose journey begins with a
+	// wait (first_wait.go) insert the execution already in it, as its own
+	// timer fired by the wake relay of the engine processes of this scope
+	// (sinks/timers QueueFor of the topic prefix; sinks/journeys
+	// RelayWakes); "" leaves every wait to the engine.
+	WakeScope string
 }
 
 // Routes returns the trigger endpoint for the ingest server. Body cap (64
@@ -78,10 +80,10 @@ func Routes(d Deps) []ingest.Route {
 	if d.Store == nil || d.Outbox == nil {
 		panic("journeys: Deps.Store and Deps.Outbox are required")
 	}
-	h := &handlers{store: d.Store, outbox: d.Outbox, starts: newStarter(d.Store, d.Outbox, d.Timers),
+	h := &handlers{store: d.Store, outbox: d.Outbox, starts: newStarter(d.Store, d.Outbox),
 		byKey: ttlcache.NewCache[journeys.Journey](TriggerKeyTTL)}
-	if d.Timers != nil {
-		h.waits = &firstWaits{store: d.Store, known: map[versionKey]*journeys.FirstWait{}}
+	if d.WakeScope != "" {
+		h.waits = &firstWaits{store: d.Store, scope: d.WakeScope, known: map[versionKey]*journeys.FirstWait{}}
 	}
 	return []ingest.Route{
 		{Method: "POST", Path: "/api/public/journeys/trigger", Credential: ingest.CredKey, Limit: LimitTrigger,
@@ -94,7 +96,7 @@ type handlers struct {
 	outbox Outbox
 	starts *starter                          // shared start transactions (starts.go)
 	byKey  *ttlcache.Cache[journeys.Journey] // trigger key's hash → its journey
-	waits  *firstWaits                       // nil without Deps.Timers
+	waits  *firstWaits                       // nil without Deps.WakeScope
 }
 
 // TriggerKeyTTL is how long the trigger endpoint reuses what it read of a

@@ -2,7 +2,6 @@ package journeys
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,7 +10,6 @@ import (
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
 	pgsink "sendstream/sinks/postgres"
-	"sendstream/sinks/timers"
 )
 
 // Group commit of trigger starts: concurrent trigger calls share one
@@ -54,12 +52,11 @@ type startDone struct {
 type starter struct {
 	store  *journeys.Store
 	outbox Outbox
-	timers Timers // nil: no start begins waiting
 	batch  pgsink.Batcher[startCall, startDone]
 }
 
-func newStarter(store *journeys.Store, outbox Outbox, t Timers) *starter {
-	s := &starter{store: store, outbox: outbox, timers: t}
+func newStarter(store *journeys.Store, outbox Outbox) *starter {
+	s := &starter{store: store, outbox: outbox}
 	s.batch = pgsink.Batcher[startCall, startDone]{Workers: startWorkers, Max: startMax, Timeout: startTimeout, Run: s.run}
 	return s
 }
@@ -85,24 +82,14 @@ func (s *starter) run(ctx context.Context, calls []startCall) ([]startDone, erro
 	var execs []journeys.Execution
 	var errs []error
 	write := func(tx pgx.Tx) (err error) {
-		if execs, errs, err = s.store.StartMany(ctx, tx, ins); err != nil {
+		execs, errs, err = s.store.StartMany(ctx, tx, ins)
+		if err != nil {
 			return err
 		}
-		// Executions started waiting at their first step: their timers
-		// commit with them (start_wait.go in sinks/journeys).
-		var ts []timers.Timer
-		for i := range execs {
-			if errs[i] == nil && execs[i].NextWakeAt != nil {
-				ts = append(ts, timers.Timer{Topic: schemas.TopicJourneys, Env: journeys.StartWake(execs[i]), At: *execs[i].NextWakeAt})
-			}
-		}
-		if len(ts) == 0 {
-			return nil
-		}
-		if s.timers == nil { // StartMany begins no wait without a Wait: not reached
-			return errors.New("journey starts began waits without timers")
-		}
-		return s.timers.ScheduleMany(ctx, tx, ts)
+		// An execution started waiting at its first step is its own
+		// timer: the engine's wake relay fires it (wake_relay.go in
+		// sinks/journeys).
+		return nil
 	}
 	announce := func() []ingest.Message {
 		var msgs []ingest.Message

@@ -70,16 +70,16 @@ func (s *Store) startRound(ctx context.Context, tx pgx.Tx, ins []StartInput, idx
 	ws, jid, trig, cid, email, eid, src := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	data := make([]*string, n)
-	waitV, wakeAt, waitEvent := make([]int32, n), make([]*time.Time, n), make([]string, n)
+	waitV, wakeAt, waitEvent, scope := make([]int32, n), make([]*time.Time, n), make([]string, n), make([]string, n)
 	for r, i := range idx {
 		in := &ins[i]
-		if w := in.Wait; w != nil && w.Version > 0 && w.Step != nil && StartsWaiting(w.Step) {
+		if w := in.Wait; w != nil && w.Version > 0 && w.Step != nil && w.Scope != "" && StartsWaiting(w.Step) {
 			due, event, err := WaitEnd(w.Step, now)
 			if err != nil {
 				return fmt.Errorf("start journey execution %s: first step: %w", in.ExecutionID, err)
 			}
 			due = due.UTC()
-			waitV[r], wakeAt[r], waitEvent[r] = int32(w.Version), &due, event
+			waitV[r], wakeAt[r], waitEvent[r], scope[r] = int32(w.Version), &due, event, w.Scope
 		}
 		ws[r], jid[r], trig[r], cid[r], email[r], eid[r], src[r] =
 			in.Workspace, in.JourneyID, in.Trigger, in.ContactID, in.Email, in.ExecutionID, in.SourceID
@@ -88,7 +88,7 @@ func (s *Store) startRound(ctx context.Context, tx pgx.Tx, ins []StartInput, idx
 			data[r] = &d
 		}
 	}
-	rows, err := tx.Query(ctx, sqlStartMany, ws, jid, trig, cid, email, eid, src, data, now, waitV, wakeAt, waitEvent)
+	rows, err := tx.Query(ctx, sqlStartMany, ws, jid, trig, cid, email, eid, src, data, now, waitV, wakeAt, waitEvent, scope)
 	if err != nil {
 		return fmt.Errorf("start %d journey executions: %w", n, err)
 	}

@@ -11,16 +11,18 @@ import (
 // A start whose journey begins with a wait whose end needs nothing read
 // (delay, wait_for_event, wait_until in UTC) can insert the execution
 // already waiting at that step: StartMany then writes next_wake_at (and
-// wait_event) with the execution, and its caller commits the wait's timer
-// in the same transaction, so the engine has nothing to do for the
+// wait_event) with the execution and the scope of the wake relay that
+// fires it (wake_relay.go), so the engine has nothing to do for the
 // started announcement (what it would have done: move the execution into
-// the wait and store the same timer, in a transaction of its own).
+// the wait and store a timer, in a transaction of its own).
 
 // FirstWait is the first step of version Version of a start's journey,
-// when it is a wait StartMany may begin (StartsWaiting).
+// when it is a wait StartMany may begin (StartsWaiting), and the scope
+// whose wake relay (RelayWakes) fires it: the execution is its own timer.
 type FirstWait struct {
 	Version int
 	Step    *schemas.JourneyStep
+	Scope   string
 }
 
 // ErrTimeOfDay is a wait_until time that is not "HH:MM".

@@ -3,6 +3,8 @@ package journeys_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,10 +12,14 @@ import (
 	"sendstream/sinks/journeys"
 )
 
+// relayScope is the wake relay scope of this package's tests' starts.
+const relayScope = "timers_sinks_journeys_test"
+
 // TestStartManyBeginsFirstWait: a start with the first wait of the
 // journey's current version is stored waiting at step 0 until the wait's
 // end (delay: the start time plus its duration; wait_for_event: plus its
-// timeout, with the event), its Execution saying so; a start whose Wait
+// timeout, with the event) as its own timer in the Wait's scope, its
+// Execution saying so; a start whose Wait
 // names another version (the journey changed since the caller read it),
 // or without Wait, is stored not waiting, as Start stores it.
 func TestStartManyBeginsFirstWait(t *testing.T) {
@@ -29,7 +35,7 @@ func TestStartManyBeginsFirstWait(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return j, &journeys.FirstWait{Version: j.Version, Step: st}
+		return j, &journeys.FirstWait{Version: j.Version, Step: st, Scope: relayScope}
 	}
 	delay, dw := mk(`{"name":"D","status":"active","reentry":"always","trigger":{"type":"api_event"},"steps":[{"type":"delay","duration":"2h"}]}`)
 	wfe, ew := mk(`{"name":"E","status":"active","reentry":"always","trigger":{"type":"api_event"},"steps":[{"type":"wait_for_event","event":"paid","timeout":"3h","onEvent":[],"onTimeout":[]}]}`)
@@ -37,7 +43,7 @@ func TestStartManyBeginsFirstWait(t *testing.T) {
 	in := func(j journeys.Journey, w *journeys.FirstWait) journeys.StartInput {
 		return journeys.StartInput{Workspace: f.ws, JourneyID: j.ID, Trigger: "api_event", Email: "w@example.com", ExecutionID: schemas.NewID(), Wait: w}
 	}
-	stale := &journeys.FirstWait{Version: dw.Version + 1, Step: dw.Step}
+	stale := &journeys.FirstWait{Version: dw.Version + 1, Step: dw.Step, Scope: relayScope}
 	ins := []journeys.StartInput{in(delay, dw), in(wfe, ew), in(delay, stale), in(delay, nil)}
 	execs, errs := f.startMany(t, ins)
 	want := []struct {
@@ -50,21 +56,21 @@ func TestStartManyBeginsFirstWait(t *testing.T) {
 		}
 		e := execs[i]
 		var wake *time.Time
-		var event *string
-		if err := f.pg.QueryRow(ctx, `SELECT next_wake_at, wait_event FROM journey_executions WHERE id = $1 AND position = '0' AND state = 'active'`, e.ID).
-			Scan(&wake, &event); err != nil {
+		var event, scope *string
+		if err := f.pg.QueryRow(ctx, `SELECT next_wake_at, wait_event, wake_scope FROM journey_executions WHERE id = $1 AND position = '0' AND state = 'active'`, e.ID).
+			Scan(&wake, &event, &scope); err != nil {
 			t.Fatalf("start %d: %v", i, err)
 		}
 		if w.after == 0 {
-			if wake != nil || event != nil || e.NextWakeAt != nil || e.WaitEvent != "" {
+			if wake != nil || event != nil || scope != nil || e.NextWakeAt != nil || e.WaitEvent != "" {
 				t.Errorf("start %d: waiting (%v %v; %+v), want not", i, wake, event, e)
 			}
 			continue
 		}
 		due := e.StartedAt.Add(w.after)
-		if wake == nil || !wake.Equal(due) || e.NextWakeAt == nil || !e.NextWakeAt.Equal(due) || e.WaitEvent != w.event ||
+		if scope == nil || *scope != relayScope || wake == nil || !wake.Equal(due) || e.NextWakeAt == nil || !e.NextWakeAt.Equal(due) || e.WaitEvent != w.event ||
 			(w.event == "") != (event == nil) || (event != nil && *event != w.event) {
-			t.Errorf("start %d: wake %v event %v (%+v), want %s %q", i, wake, event, e, due, w.event)
+			t.Errorf("start %d: wake %v event %v scope %v (%+v), want %s %q in %s", i, wake, event, scope, e, due, w.event, relayScope)
 		}
 		env := journeys.StartWake(e)
 		var p schemas.JourneyWake
@@ -72,5 +78,103 @@ func TestStartManyBeginsFirstWait(t *testing.T) {
 			!p.DueAt.Equal(due) || env.CausationID != schemas.JourneyStartedEnvelopeID(e.ID) {
 			t.Errorf("start %d: wake envelope %+v %+v %v", i, env, p, err)
 		}
+	}
+}
+
+// pubs records what relay rounds publish; fail makes the next Publish fail.
+type pubs struct {
+	fail bool
+	envs []schemas.Envelope
+}
+
+func (p *pubs) Publish(_ context.Context, topic string, envs ...schemas.Envelope) error {
+	if p.fail {
+		p.fail = false
+		return errors.New("broker away")
+	}
+	if topic == schemas.TopicJourneys {
+		p.envs = append(p.envs, envs...)
+	}
+	return nil
+}
+
+// TestWakeRelay: executions started waiting are their own timers. A relay
+// round before their wait is due publishes nothing; a round whose publish
+// fails commits nothing, so the next round publishes them; each is
+// published once (StartWake's envelope), and a round
+// after that finds nothing. An execution that ended while waiting
+// (cancelled) is not relayed, nor one of another scope.
+func TestWakeRelay(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	d := f.def(t, `{"name":"D","status":"active","reentry":"always","trigger":{"type":"api_event"},"steps":[{"type":"delay","duration":"1h"}]}`)
+	j, _, err := f.store.Create(ctx, f.ws, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := d.StepAt("0")
+	var ins []journeys.StartInput
+	for i := range 5 {
+		email := fmt.Sprintf("relay%d@example.com", i)
+		f.contact(t, email, "ACTIVE")
+		scope := relayScope
+		if i == 4 {
+			scope = relayScope + "_other"
+		}
+		ins = append(ins, journeys.StartInput{Workspace: f.ws, JourneyID: j.ID, Trigger: "api_event", Email: email,
+			ExecutionID: schemas.NewID(), Wait: &journeys.FirstWait{Version: j.Version, Step: st, Scope: scope}})
+	}
+	execs, errs := f.startMany(t, ins)
+	for i := range errs {
+		if errs[i] != nil || execs[i].NextWakeAt == nil {
+			t.Fatalf("start %d: %v %+v", i, errs[i], execs[i])
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = f.pg.Exec(context.Background(), `UPDATE journey_executions SET wake_scope = NULL WHERE workspace_id = $1`, f.ws)
+	})
+	if _, err := f.pg.Exec(ctx, `UPDATE journey_executions SET state = 'cancelled', finished_at = now() WHERE id = $1`, execs[3].ID); err != nil {
+		t.Fatal(err)
+	}
+	mine := func(envs []schemas.Envelope) []schemas.Envelope {
+		var out []schemas.Envelope
+		for _, e := range envs {
+			if e.Workspace == f.ws {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	at := func(d time.Duration) *journeys.Store {
+		return journeys.NewStore(f.pg, func() time.Time { return execs[0].StartedAt.Add(d) })
+	}
+	p := &pubs{}
+	if _, err := at(59*time.Minute).RelayWakes(ctx, p, relayScope, 100); err != nil || len(mine(p.envs)) != 0 {
+		t.Fatalf("before due: %d published, %v", len(mine(p.envs)), err)
+	}
+	p.fail = true
+	if _, err := at(2*time.Hour).RelayWakes(ctx, p, relayScope, 100); err == nil {
+		t.Fatal("a failed publish: no error")
+	}
+	for range 2 {
+		if _, err := at(2*time.Hour).RelayWakes(ctx, p, relayScope, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := mine(p.envs)
+	if len(got) != 3 {
+		t.Fatalf("%d wake-ups published, want 3 (the active ones of the scope)", len(got))
+	}
+	wants := map[string]schemas.Envelope{}
+	for _, e := range execs[:3] {
+		w := journeys.StartWake(e)
+		wants[w.ID] = w
+	}
+	for i, env := range got {
+		want, ok := wants[env.ID]
+		if !ok || string(env.Payload) != string(want.Payload) || env.CausationID != want.CausationID || env.Key != want.Key {
+			t.Errorf("wake-up %d: %+v, want one of the active executions' of the scope, once", i, env)
+		}
+		delete(wants, env.ID)
 	}
 }

@@ -210,9 +210,8 @@ func (r riverClock) NowOrNil() *time.Time {
 // Timers schedules timers and publishes them when due. Safe for concurrent
 // use.
 type Timers struct {
-	client     *river.Client[pgx.Tx]
-	queue      string
-	insertOnly bool // Inserter's: nothing started, nothing to stop
+	client *river.Client[pgx.Tx]
+	queue  string
 }
 
 // Start migrates River's tables on pg (rivermigrate, up), then starts a
@@ -230,18 +229,8 @@ func Start(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*T
 	return t, nil
 }
 
-// Inserter migrates River's tables on pg like Start and returns Timers
-// that only store timers (Schedule, ScheduleMany into cfg.Queue, on
-// cfg.Clock): a River client with no queue worked and nothing started,
-// for a process that commits timers with its writes but leaves firing
-// them to the processes running Start (the journey engine's). Workers
-// and RescueAfter are ignored; Close does nothing.
-func Inserter(ctx context.Context, pg *pgxpool.Pool, cfg Config) (*Timers, error) {
-	return open(ctx, pg, nil, cfg)
-}
-
-// open migrates River's tables and makes the client: working cfg.Queue
-// with pub, or insert-only when pub is nil.
+// open migrates River's tables and makes the client working cfg.Queue
+// with pub.
 func open(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*Timers, error) {
 	if cfg.Queue == "" {
 		cfg.Queue = DefaultQueue
@@ -252,7 +241,7 @@ func open(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*Ti
 	if cfg.RescueAfter == 0 {
 		cfg.RescueAfter = DefaultRescueAfter
 	}
-	if pub != nil && cfg.RescueAfter <= 30*time.Second {
+	if cfg.RescueAfter <= 30*time.Second {
 		return nil, fmt.Errorf("timers: RescueAfter %s must be above the 30 s job timeout", cfg.RescueAfter)
 	}
 	logger := cfg.Logger
@@ -268,19 +257,17 @@ func open(ctx context.Context, pg *pgxpool.Pool, pub Publisher, cfg Config) (*Ti
 	if err := migrate(ctx, pg, driver, schema, logger); err != nil {
 		return nil, err
 	}
-	rc := &river.Config{Logger: logger, Schema: schema, Test: test}
-	if pub != nil {
-		workers := river.NewWorkers()
-		river.AddWorker(workers, &worker{pub: pub})
-		rc.Queues = map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.Workers}}
-		rc.FetchCooldown, rc.FetchPollInterval = fetchCooldown, fetchPollInterval
-		rc.Workers, rc.RescueStuckJobsAfter = workers, cfg.RescueAfter
-	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &worker{pub: pub})
+	rc := &river.Config{Logger: logger, Schema: schema, Test: test,
+		Queues:        map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.Workers}},
+		FetchCooldown: fetchCooldown, FetchPollInterval: fetchPollInterval,
+		Workers: workers, RescueStuckJobsAfter: cfg.RescueAfter}
 	c, err := river.NewClient(driver, rc)
 	if err != nil {
 		return nil, fmt.Errorf("timers: %w", err)
 	}
-	return &Timers{client: c, queue: cfg.Queue, insertOnly: pub == nil}, nil
+	return &Timers{client: c, queue: cfg.Queue}, nil
 }
 
 // migrate creates schema (unless "") and migrates River's tables in it,
@@ -371,9 +358,6 @@ func (t *Timers) ScheduleMany(ctx context.Context, tx pgx.Tx, ts []Timer) error 
 // Close stops the client, letting running publishes finish for up to 10 s
 // (an unfinished one is rescued later).
 func (t *Timers) Close() error {
-	if t.insertOnly {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := t.client.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -2,7 +2,9 @@
 // stage that runs executions. It reads schemas.TopicJourneys: the started
 // announcement of an execution (journey_execution.started.v1, from the
 // trigger endpoint or matching) and its own wake-ups
-// (journey_execution.wake.v1, published by durable timers, sinks/timers).
+// (journey_execution.wake.v1, published by durable timers, sinks/timers,
+// or, for an execution the trigger endpoint started waiting, by the wake
+// relay this stage runs, sinks/journeys RelayWakes).
 // For either it runs the execution's steps from its position until a wait
 // or the end:
 //
@@ -90,8 +92,17 @@ func init() {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", Name, err)
 			}
-			return New(Options{Store: journeys.NewStore(r.Postgres, clock.Now), Postgres: r.Postgres, Timers: t,
-				Mailer: r.Mailer, Contacts: r.Contacts, Now: clock.Now, Logger: r.Logger, release: timers.Release}), nil
+			store := journeys.NewStore(r.Postgres, clock.Now)
+			// Executions the trigger endpoint started waiting are their
+			// own timers: this process relays their wake-ups when due.
+			stopRelay := store.StartWakeRelay(context.WithoutCancel(ctx), r.Publisher, journeys.WakeRelayConfig{
+				Scope: timers.QueueFor(r.Settings["topic_prefix"]), Logger: r.Logger})
+			release := func() error {
+				stopRelay()
+				return timers.Release()
+			}
+			return New(Options{Store: store, Postgres: r.Postgres, Timers: t,
+				Mailer: r.Mailer, Contacts: r.Contacts, Now: clock.Now, Logger: r.Logger, release: release}), nil
 		},
 	})
 }

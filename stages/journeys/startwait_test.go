@@ -11,17 +11,27 @@ import (
 
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
-	"sendstream/sinks/timers"
 )
 
+// startScope is the wake relay scope of the starts below.
+const startScope = "timers_stages_journeys_test"
+
+// relayed records the wake-ups a relay round publishes.
+type relayed struct{ envs []schemas.Envelope }
+
+func (r *relayed) Publish(_ context.Context, _ string, envs ...schemas.Envelope) error {
+	r.envs = append(r.envs, envs...)
+	return nil
+}
+
 // TestStartedWaitingMatchesTheEngine: an execution the trigger's start put
-// into its first delay with its timer (StartMany with Wait, the timer in
-// the same transaction) is, for the engine and for what admin journey
+// into its first delay as its own timer (StartMany with Wait: wake_scope
+// set, no timer job) is, for the engine and for what admin journey
 // executions and stats show, the execution the engine would have moved
 // into that delay itself: its started announcement (and a redelivery of
 // it, with or without the wake-up it carries) runs and schedules nothing
-// and changes no row, and its wake-up runs
-// the next steps as the engine-made wait's does.
+// and changes no row, and the wake-up the wake relay publishes once the
+// delay is over runs the next steps as the engine-made wait's does.
 func TestStartedWaitingMatchesTheEngine(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -47,12 +57,12 @@ func TestStartedWaitingMatchesTheEngine(t *testing.T) {
 	var e journeys.Execution
 	err = pgx.BeginFunc(ctx, f.pg, func(tx pgx.Tx) error {
 		execs, errs, err := f.store.StartMany(ctx, tx, []journeys.StartInput{{Workspace: f.ws, JourneyID: early, Trigger: schemas.TriggerAPIEvent,
-			Email: email, ExecutionID: schemas.NewID(), Data: json.RawMessage(`{}`), Wait: &journeys.FirstWait{Version: 1, Step: st}}})
+			Email: email, ExecutionID: schemas.NewID(), Data: json.RawMessage(`{}`), Wait: &journeys.FirstWait{Version: 1, Step: st, Scope: startScope}}})
 		if err != nil || errs[0] != nil {
 			t.Fatalf("StartMany: %v %v", err, errs)
 		}
 		e = execs[0]
-		return f.sched.inner.ScheduleMany(ctx, tx, []timers.Timer{{Topic: schemas.TopicJourneys, Env: journeys.StartWake(e), At: *e.NextWakeAt}})
+		return nil
 	})
 	if err != nil || e.NextWakeAt == nil {
 		t.Fatalf("start waiting: %v %+v", err, e)
@@ -85,8 +95,10 @@ func TestStartedWaitingMatchesTheEngine(t *testing.T) {
 		t.Errorf("started announcement of a waiting execution: updated %s -> %s, %d timers scheduled", before, after, f.sched.count()-scheduled)
 	}
 	var timerCount int
-	if err := f.pg.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE args->>'envelope' LIKE '%' || $1 || '%'`, e.ID).Scan(&timerCount); err != nil || timerCount != 1 {
-		t.Errorf("timers of the waiting execution: %d %v, want its wait's one", timerCount, err)
+	var scope *string
+	if err := f.pg.QueryRow(ctx, `SELECT (SELECT count(*) FROM river_job WHERE args->>'envelope' LIKE '%' || $1 || '%'), wake_scope
+		FROM journey_executions WHERE id = $1`, e.ID).Scan(&timerCount, &scope); err != nil || timerCount != 0 || scope == nil || *scope != startScope {
+		t.Errorf("waiting execution: %d timer jobs, wake scope %v (%v); want none, and its own timer in %s", timerCount, scope, err, startScope)
 	}
 	// What admin journey executions and stats show: the same.
 	show := func(j string) (journeys.ExecutionRow, journeys.Stats) {
@@ -107,9 +119,32 @@ func TestStartedWaitingMatchesTheEngine(t *testing.T) {
 	if !reflect.DeepEqual(oldRow, row) || !reflect.DeepEqual(oldStats, stats) {
 		t.Errorf("admin view: engine's wait %+v %+v, start's %+v %+v", oldRow, oldStats, row, stats)
 	}
-	// The wake-ups run the same steps.
+	// The wake-ups run the same steps: the relay publishes the start's
+	// once the delay is over (on the store's clock), once.
+	rel := &relayed{}
+	if _, err := f.store.RelayWakes(ctx, rel, startScope, 1000); err != nil || len(rel.envs) != 0 {
+		t.Fatalf("relay before the delay's end: %d wake-ups, %v", len(rel.envs), err)
+	}
 	f.clock.set(f.clock.now().Add(time.Hour))
-	a, b := steps(t, f.handle(t, oldWake)), steps(t, f.handle(t, journeys.StartWake(e)))
+	for range 2 {
+		if _, err := f.store.RelayWakes(ctx, rel, startScope, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wake *schemas.Envelope
+	for i, env := range rel.envs {
+		if env.Workspace == f.ws {
+			if wake != nil {
+				t.Fatalf("relay published the wake-up twice")
+			}
+			wake = &rel.envs[i]
+		}
+	}
+	if want := journeys.StartWake(e); wake == nil || wake.ID != want.ID || string(wake.Payload) != string(want.Payload) ||
+		wake.CausationID != want.CausationID || wake.Key != want.Key {
+		t.Fatalf("relayed wake-up %+v, want %+v", wake, want)
+	}
+	a, b := steps(t, f.handle(t, oldWake)), steps(t, f.handle(t, *wake))
 	if !reflect.DeepEqual(a, b) || len(b) != 2 {
 		t.Errorf("after the delay: engine's wait ran %v, start's %v", a, b)
 	}

@@ -6,7 +6,8 @@
 -- for none), $11 when that wait ends and $12 the event it waits for (''
 -- for none): an execution started on that version is inserted waiting at
 -- its first step, one started on another version (changed meanwhile) is
--- not. No two elements may name one journey and contact.
+-- not; $13 is the scope whose wake relay fires that wait (wake_scope).
+-- No two elements may name one journey and contact.
 -- For each element in order: its refusal ('' when started) with the
 -- contact and version it started with, and whether it started waiting. The checks of start_journey.sql
 -- (the journey share-locked against status changes), start_contact.sql
@@ -17,9 +18,9 @@
 WITH input AS (
     SELECT u.*
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                  $10::int[], $11::timestamptz[], $12::text[])
+                  $10::int[], $11::timestamptz[], $12::text[], $13::text[])
            WITH ORDINALITY AS u(ws, journey_id, trigger_type, contact_id, email, exec_id, source_id, data,
-                                wait_version, wake_at, wait_event, ord)
+                                wait_version, wake_at, wait_event, wake_scope, ord)
 ), j AS (
     SELECT j.id, j.workspace_id, j.status, j.trigger_type, j.reentry, j.current_version
       FROM journeys j
@@ -28,6 +29,7 @@ WITH input AS (
 ), checked AS (
     SELECT i.ord, i.journey_id, i.trigger_type, i.exec_id, i.ws, i.source_id, i.data,
            coalesce(i.wait_version > 0 AND i.wait_version = j.current_version, false) AS waits, i.wake_at, i.wait_event,
+           i.wake_scope,
            j.reentry, coalesce(j.current_version, 0) AS version, c.id AS cid, c.email AS cemail,
            CASE WHEN j.id IS NULL THEN 'journey_not_found'
                 WHEN j.status <> 'active' THEN 'journey_not_active'
@@ -57,10 +59,11 @@ WITH input AS (
 ), inserted AS (
     INSERT INTO journey_executions (id, workspace_id, journey_id, version, contact_id, state, position,
                                     trigger_type, source_id, trigger_data, started_at, updated_at, ancestry,
-                                    next_wake_at, wait_event)
+                                    next_wake_at, wait_event, wake_scope)
     SELECT k.exec_id, k.ws, k.journey_id, k.version, k.cid, 'active', '0', k.trigger_type,
            nullif(k.source_id, ''), k.data::jsonb, $9, $9, NULL,
-           CASE WHEN k.waits THEN k.wake_at END, CASE WHEN k.waits THEN nullif(k.wait_event, '') END
+           CASE WHEN k.waits THEN k.wake_at END, CASE WHEN k.waits THEN nullif(k.wait_event, '') END,
+           CASE WHEN k.waits THEN k.wake_scope END
       FROM checked k
       JOIN entered n ON n.journey_id = k.journey_id AND n.contact_id = k.cid
     RETURNING id

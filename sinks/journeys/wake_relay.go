@@ -1,0 +1,136 @@
+package journeys
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"sendstream/schemas"
+)
+
+// The wake relay: an execution StartMany started waiting at its first step
+// is its own timer (migration 0083: wake_scope, and an index of the due
+// ones). A relay round claims the due executions of its scope, publishes
+// their wake-ups (StartWake: the envelopes a River timer would have
+// published) with acks=all and clears their wake_scope, in one
+// transaction: a process that dies before the commit leaves them to the
+// next round, so a wake-up is published at least once and the engine,
+// which deduplicates by envelope id and checks the execution under its
+// lock, moves each execution on once. Rounds of several processes on one
+// scope skip each other's rows. The trigger endpoint then stores no timer
+// job per start: one indexed row instead of a River job and its three
+// state changes.
+
+//go:embed sql/wake_relay.sql
+var sqlWakeRelay string
+
+// Publisher publishes envelopes with acks=all (pipeline.Publisher).
+type Publisher interface {
+	Publish(ctx context.Context, topic string, envs ...schemas.Envelope) error
+}
+
+// Wake relay defaults.
+const (
+	// DefaultWakeInterval is the most time between two rounds when the
+	// last found less than a batch: a due wait fires at most about this
+	// late (River's fetch poll, which it replaces, was 200 ms).
+	DefaultWakeInterval = 100 * time.Millisecond
+	// DefaultWakeBatch is the most executions one round publishes.
+	DefaultWakeBatch = 1000
+	// wakeRoundTimeout bounds one round (claim, publish, commit).
+	wakeRoundTimeout = 30 * time.Second
+)
+
+// WakeRelayConfig configures StartWakeRelay. Zero values take the
+// defaults.
+type WakeRelayConfig struct {
+	Scope    string        // the scope StartMany's FirstWait named; required
+	Interval time.Duration // DefaultWakeInterval
+	Batch    int           // DefaultWakeBatch
+	Logger   *slog.Logger  // nil: discard
+}
+
+// StartWakeRelay runs wake relay rounds for cfg.Scope on the store's clock
+// until ctx ends or the returned stop is called (stop waits for the round
+// in flight).
+func (s *Store) StartWakeRelay(ctx context.Context, pub Publisher, cfg WakeRelayConfig) (stop func()) {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultWakeInterval
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultWakeBatch
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			n, err := s.RelayWakes(ctx, pub, cfg.Scope, cfg.Batch)
+			if err != nil && ctx.Err() == nil {
+				cfg.Logger.Error("journey wake relay", "scope", cfg.Scope, "err", err)
+			}
+			if n == cfg.Batch && err == nil {
+				continue // more may be due
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(cfg.Interval):
+			}
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// RelayWakes is one relay round: it publishes the wake-ups of up to limit
+// executions of scope whose wait is due by the store's clock and returns
+// how many it published. The relay loop calls it; tests call it directly.
+func (s *Store) RelayWakes(ctx context.Context, pub Publisher, scope string, limit int) (int, error) {
+	if scope == "" {
+		return 0, fmt.Errorf("relay wake-ups: no scope")
+	}
+	ctx, cancel := context.WithTimeout(ctx, wakeRoundTimeout)
+	defer cancel()
+	tx, err := s.pg.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("relay wake-ups: begin: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
+	rows, err := tx.Query(ctx, sqlWakeRelay, scope, s.now().UTC(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("relay wake-ups: claim: %w", err)
+	}
+	var envs []schemas.Envelope
+	for rows.Next() {
+		var e Execution
+		var due time.Time
+		if err := rows.Scan(&e.ID, &e.Workspace, &e.ContactID, &e.Position, &due); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("relay wake-ups: %w", err)
+		}
+		e.NextWakeAt = &due
+		envs = append(envs, StartWake(e))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("relay wake-ups: claim: %w", err)
+	}
+	if len(envs) == 0 {
+		return 0, nil
+	}
+	if err := pub.Publish(ctx, schemas.TopicJourneys, envs...); err != nil {
+		return 0, fmt.Errorf("relay wake-ups: publish %d: %w", len(envs), err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("relay wake-ups: commit: %w", err)
+	}
+	return len(envs), nil
+}
