@@ -155,8 +155,12 @@ type Stage struct {
 }
 
 // batchWorkers is how many shared statements of each kind (reads, known
-// steps) are in flight at once.
-const batchWorkers = 4
+// steps, waits) are in flight at once. Two rather than four: fewer,
+// larger batches, so fewer commits waiting for WAL flushes (most of
+// what busy backends waited for, sampled in the timers benchmark); two
+// alternating pairs of BENCH_JOURNEY_TIMERS=20000 measured 938 → 702 and
+// 1,062 → 997 µs of machine CPU per step.
+const batchWorkers = 2
 
 type versionKey struct {
 	journey string
