@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"sync"
@@ -125,22 +126,36 @@ func TestKillNineBetweenReportCommitAndPublishLosesNoEvent(t *testing.T) {
 		t.Fatal("no outbox row was left behind by the exit: the window was not hit")
 	}
 
-	// Which messages moved, as committed.
-	moved := map[string]bool{}
-	rows, err := pg.Query(ctx, "SELECT id, status FROM transactional_messages WHERE workspace_id = $1", ws.WorkspaceID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id, status string
-		if err := rows.Scan(&id, &status); err != nil {
+	// Which messages moved, as committed. A COMMIT the killed server sent
+	// just before it died may still be finishing in Postgres: read until
+	// two reads a second apart agree.
+	readMoved := func() map[string]bool {
+		moved := map[string]bool{}
+		rows, err := pg.Query(ctx, "SELECT id, status FROM transactional_messages WHERE workspace_id = $1", ws.WorkspaceID)
+		if err != nil {
 			t.Fatal(err)
 		}
-		moved[id] = status == schemas.MessageDelivered
+		defer rows.Close()
+		for rows.Next() {
+			var id, status string
+			if err := rows.Scan(&id, &status); err != nil {
+				t.Fatal(err)
+			}
+			moved[id] = status == schemas.MessageDelivered
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return moved
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+	moved := readMoved()
+	for range 10 {
+		time.Sleep(time.Second)
+		again := readMoved()
+		if maps.Equal(moved, again) {
+			break
+		}
+		moved = again
 	}
 
 	e.server(t, "serve") // the relay of the new process publishes what is left
