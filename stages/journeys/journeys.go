@@ -155,12 +155,13 @@ type Stage struct {
 }
 
 // batchWorkers is how many shared statements of each kind (reads, known
-// steps, waits) are in flight at once. Two rather than four: fewer,
-// larger batches, so fewer commits waiting for WAL flushes (most of
-// what busy backends waited for, sampled in the timers benchmark); two
-// alternating pairs of BENCH_JOURNEY_TIMERS=20000 measured 938 → 702 and
-// 1,062 → 997 µs of machine CPU per step.
-const batchWorkers = 2
+// steps, waits) are in flight at once. One: a batch fills while the one
+// before it runs, so fewer, larger batches and fewer commits waiting for
+// WAL flushes (most of what busy backends waited for, sampled in the
+// timers benchmark). Alternating pairs of BENCH_JOURNEY_TIMERS=20000
+// measured 4 → 2 at 938 → 702 and 1,062 → 997 µs of machine CPU per step,
+// and 2 → 1 at 862 → 703 and 886 → 784 µs.
+const batchWorkers = 1
 
 type versionKey struct {
 	journey string
@@ -353,10 +354,13 @@ func (s *Stage) step(ctx context.Context, env schemas.Envelope, execID string, w
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("journey execution %s: %w", execID, err)
 		}
-		if ok || out != nil {
-			// Done, or not as read: what the effect stored is published
-			// anyway (as below), and the execution is read again.
-			return out, next, ok && next != nil || !ok, nil
+		if ok {
+			return out, next, next != nil, nil // more unless it ended
+		}
+		if out != nil {
+			// Not as read: what the effect stored is published anyway (as
+			// below), and the execution is read again (more, next nil).
+			return out, nil, true, nil
 		}
 	}
 	var effect *stepResult
