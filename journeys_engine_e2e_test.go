@@ -140,14 +140,15 @@ func TestJourneyEngineSurvivesKillNine(t *testing.T) {
 	}
 	// waiting counts wait executions active at their delay with a wake-up
 	// still to come and its timer stored, not yet run: the execution
-	// itself for the wake relay of the scope (started waiting by the
+	// wake-up row for the wake relay of the scope (started waiting by the
 	// trigger), or a River timer (moved into the wait by the engine).
 	waiting := func() int {
 		return count(`WITH t AS (
 				SELECT (args->>'envelope')::jsonb->'payload'->>'executionId' AS id, (args->>'envelope')::jsonb->'payload'->>'position' AS pos
 				  FROM river_job WHERE kind = 'timer_publish' AND queue = $2 AND state IN ('scheduled', 'available'))
 			SELECT count(DISTINCT e.id) FROM journey_executions e LEFT JOIN t ON t.id = e.id AND t.pos = e.position
-			 WHERE e.journey_id = $1 AND e.state = 'active' AND e.next_wake_at > now() AND (t.id IS NOT NULL OR e.wake_scope = $2)`,
+			 WHERE e.journey_id = $1 AND e.state = 'active' AND e.next_wake_at > now() AND (t.id IS NOT NULL OR EXISTS (
+			       SELECT 1 FROM journey_wakes w WHERE w.execution_id = e.id AND w.scope = $2 AND w.due_at = e.next_wake_at AND w.position = e.position))`,
 			waitJ.ID, timers.QueueFor(e.prefix))
 	}
 	trigger(waitJ)

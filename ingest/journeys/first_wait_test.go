@@ -75,7 +75,9 @@ func TestTriggerStartsInFirstWait(t *testing.T) {
 		var started time.Time
 		var wake *time.Time
 		var scope *string
-		if err := e.h.PG.QueryRow(ctx, `SELECT started_at, next_wake_at, wake_scope FROM journey_executions WHERE id = $1 AND position = '0' AND state = 'active'`,
+		if err := e.h.PG.QueryRow(ctx, `SELECT e.started_at, e.next_wake_at, w.scope FROM journey_executions e
+			LEFT JOIN journey_wakes w ON w.execution_id = e.id AND w.due_at = e.next_wake_at AND w.position = e.position
+			WHERE e.id = $1 AND e.position = '0' AND e.state = 'active'`,
 			o.ExecutionID).Scan(&started, &wake, &scope); err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +124,7 @@ func TestTriggerStartsInFirstWait(t *testing.T) {
 		delete(due, p.ExecutionID)
 	}
 	var left int
-	if err := e.h.PG.QueryRow(ctx, `SELECT count(*) FROM journey_executions WHERE workspace_id = $1 AND wake_scope IS NOT NULL`, e.ws).Scan(&left); err != nil || left != 0 {
+	if err := e.h.PG.QueryRow(ctx, `SELECT count(*) FROM journey_wakes w JOIN journey_executions e ON e.id = w.execution_id WHERE e.workspace_id = $1`, e.ws).Scan(&left); err != nil || left != 0 {
 		t.Errorf("%d executions still to relay (%v)", left, err)
 	}
 }

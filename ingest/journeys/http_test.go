@@ -44,8 +44,8 @@ func start(t *testing.T, o ingesttest.WorkspaceOpts) *env {
 	// own timers, of a scope no test process relays.
 	h := ingesttest.Start(t, journeys.Routes(journeys.Deps{Store: store, Outbox: cs, WakeScope: testScope})...)
 	ws, key := h.NewWorkspace(t, o)
-	t.Cleanup(func() { // nothing relays testScope: out of the relay's index
-		if _, err := pg.Exec(context.Background(), `UPDATE journey_executions SET wake_scope = NULL WHERE workspace_id = $1`, ws); err != nil {
+	t.Cleanup(func() { // nothing relays testScope: its wake-ups go
+		if _, err := pg.Exec(context.Background(), `DELETE FROM journey_wakes WHERE execution_id IN (SELECT id FROM journey_executions WHERE workspace_id = $1)`, ws); err != nil {
 			t.Error(err)
 		}
 	})

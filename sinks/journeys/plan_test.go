@@ -44,26 +44,29 @@ func TestAdvanceAllPlanIsLinearInTheBatch(t *testing.T) {
 
 // TestWakeRelayPlanUsesTheDueIndex: every engine process runs the wake
 // relay's statement several times a second, mostly finding nothing. Over
-// a table of 100,000 executions (most ended, some waiting on River timers,
-// a few of this scope waiting as their own timers), its generic plan finds
-// the due executions through the partial index of them, never by reading
-// the table.
+// 100,000 executions (most ended) and 10,000 wake-ups of several scopes,
+// its generic plan finds the due wake-ups of its scope through their
+// index and each one's execution by primary key, never reading a table
+// through.
 func TestWakeRelayPlanUsesTheDueIndex(t *testing.T) {
 	setup := stack.PlanSetup{
-		Tables: []string{"journey_executions"},
+		Tables: []string{"journey_executions", "journey_wakes"},
 		Fill: []string{
 			`INSERT INTO journey_executions (id, workspace_id, journey_id, version, contact_id, state, position, trigger_type, started_at, updated_at,
-			                                 next_wake_at, wake_scope)
+			                                 next_wake_at)
 			 SELECT 'e' || g, 'w', 'j' || (g % 20 + 1), 1, 'c' || g, CASE WHEN g % 10 = 0 THEN 'active' ELSE 'completed' END, '0', 'api_event',
-			        now(), now(), CASE WHEN g % 10 = 0 THEN now() + g * interval '1 second' END,
-			        CASE WHEN g % 100 = 0 THEN 'timers_x' END
+			        now(), now(), CASE WHEN g % 10 = 0 THEN now() + g * interval '1 second' END
 			   FROM generate_series(1, 100000) g`,
+			`INSERT INTO journey_wakes (execution_id, scope, due_at, position)
+			 SELECT 'e' || g, 'timers_' || (g % 7), now() + g * interval '1 second', '0'
+			   FROM generate_series(10, 100000, 10) g`,
 		},
 		SeqScan: true, // the engine's pool plans with the defaults
 	}
-	plan := stack.GenericPlanWith(t, stack.PG(t), setup, sqlWakeRelay, `'timers_x'`, `now()`, `1000`)
+	plan := stack.GenericPlanWith(t, stack.PG(t), setup, sqlWakeRelay, `'timers_3'`, `now()`, `1000`)
 	// The scratch copy names its indexes after their columns.
-	if !strings.Contains(plan, "wake_scope_next_wake_at") || strings.Contains(plan, "Seq Scan") {
-		t.Errorf("the relay's generic plan does not find due executions by their index:\n%s", plan)
+	if !strings.Contains(plan, "scope_due_at") || !strings.Contains(plan, "journey_executions_pkey") || !strings.Contains(plan, "Tid Scan") ||
+		strings.Contains(plan, "Seq Scan") {
+		t.Errorf("the relay's generic plan does not find due wake-ups by their index and executions by key:\n%s", plan)
 	}
 }

@@ -12,17 +12,17 @@ import (
 )
 
 // The wake relay: an execution StartMany started waiting at its first step
-// is its own timer (migration 0083: wake_scope, and an index of the due
-// ones). A relay round claims the due executions of its scope, publishes
-// their wake-ups (StartWake: the envelopes a River timer would have
-// published) with acks=all and clears their wake_scope, in one
-// transaction: a process that dies before the commit leaves them to the
-// next round, so a wake-up is published at least once and the engine,
-// which deduplicates by envelope id and checks the execution under its
-// lock, moves each execution on once. Rounds of several processes on one
-// scope skip each other's rows. The trigger endpoint then stores no timer
-// job per start: one indexed row instead of a River job and its three
-// state changes.
+// is its own timer (a journey_wakes row, migration 0084: its scope, due
+// time and position). A relay round claims and deletes the due wake-ups
+// of its scope and publishes those whose execution still waits there
+// (StartWake: the envelopes a River timer would have published) with
+// acks=all, in one transaction: a process that dies before the commit
+// leaves them to the next round, so a wake-up is published at least once
+// and the engine, which deduplicates by envelope id and checks the
+// execution under its lock, moves each execution on once. Rounds of
+// several processes on one scope skip each other's rows. The trigger
+// endpoint then stores no timer job per start, and firing one costs the
+// delete of a narrow row rather than an update of the execution.
 
 //go:embed sql/wake_relay.sql
 var sqlWakeRelay string
@@ -90,9 +90,9 @@ func (s *Store) StartWakeRelay(ctx context.Context, pub Publisher, cfg WakeRelay
 	}
 }
 
-// RelayWakes is one relay round: it publishes the wake-ups of up to limit
-// executions of scope whose wait is due by the store's clock and returns
-// how many it published. The relay loop calls it; tests call it directly.
+// RelayWakes is one relay round: it claims up to limit wake-ups of scope
+// due by the store's clock, publishes those whose execution still waits
+// for them and returns how many it claimed (limit: more may be due). The relay loop calls it; tests call it directly.
 func (s *Store) RelayWakes(ctx context.Context, pub Publisher, scope string, limit int) (int, error) {
 	if scope == "" {
 		return 0, fmt.Errorf("relay wake-ups: no scope")
@@ -109,28 +109,35 @@ func (s *Store) RelayWakes(ctx context.Context, pub Publisher, scope string, lim
 		return 0, fmt.Errorf("relay wake-ups: claim: %w", err)
 	}
 	var envs []schemas.Envelope
+	claimed := 0
 	for rows.Next() {
 		var e Execution
 		var due time.Time
-		if err := rows.Scan(&e.ID, &e.Workspace, &e.ContactID, &e.Position, &due); err != nil {
+		var live bool
+		if err := rows.Scan(&e.ID, &e.Workspace, &e.ContactID, &e.Position, &due, &live); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("relay wake-ups: %w", err)
 		}
-		e.NextWakeAt = &due
-		envs = append(envs, StartWake(e))
+		claimed++
+		if live {
+			e.NextWakeAt = &due
+			envs = append(envs, StartWake(e))
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("relay wake-ups: claim: %w", err)
 	}
-	if len(envs) == 0 {
+	if claimed == 0 {
 		return 0, nil
 	}
-	if err := pub.Publish(ctx, schemas.TopicJourneys, envs...); err != nil {
-		return 0, fmt.Errorf("relay wake-ups: publish %d: %w", len(envs), err)
+	if len(envs) > 0 {
+		if err := pub.Publish(ctx, schemas.TopicJourneys, envs...); err != nil {
+			return 0, fmt.Errorf("relay wake-ups: publish %d: %w", len(envs), err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("relay wake-ups: commit: %w", err)
 	}
-	return len(envs), nil
+	return claimed, nil
 }

@@ -51,7 +51,6 @@ WITH input AS (
     -- in the batch, 160 ms for 247 steps.
     UPDATE journey_executions x
        SET position = coalesce(nullif(c.next, ''), x.position), next_wake_at = NULL, wait_event = NULL, updated_at = c.done_at,
-           wake_scope = NULL,
            state = coalesce(nullif(c.final, ''), x.state),
            finished_at = CASE WHEN c.final = '' THEN x.finished_at ELSE c.done_at END
       FROM cur c

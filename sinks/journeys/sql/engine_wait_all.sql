@@ -18,7 +18,7 @@ WITH input AS (
        FOR UPDATE OF e
 )
 UPDATE journey_executions x
-   SET next_wake_at = cur.wake_at, wait_event = nullif(cur.wait_event, ''), updated_at = $5, wake_scope = NULL
+   SET next_wake_at = cur.wake_at, wait_event = nullif(cur.wait_event, ''), updated_at = $5
   FROM cur
  WHERE x.id = cur.id
 RETURNING x.id

@@ -6,7 +6,8 @@
 -- for none), $11 when that wait ends and $12 the event it waits for (''
 -- for none): an execution started on that version is inserted waiting at
 -- its first step, one started on another version (changed meanwhile) is
--- not; $13 is the scope whose wake relay fires that wait (wake_scope).
+-- not; $13 is the scope whose wake relay fires that wait (a journey_wakes
+-- row).
 -- No two elements may name one journey and contact.
 -- For each element in order: its refusal ('' when started) with the
 -- contact and version it started with, and whether it started waiting. The checks of start_journey.sql
@@ -59,14 +60,19 @@ WITH input AS (
 ), inserted AS (
     INSERT INTO journey_executions (id, workspace_id, journey_id, version, contact_id, state, position,
                                     trigger_type, source_id, trigger_data, started_at, updated_at, ancestry,
-                                    next_wake_at, wait_event, wake_scope)
+                                    next_wake_at, wait_event)
     SELECT k.exec_id, k.ws, k.journey_id, k.version, k.cid, 'active', '0', k.trigger_type,
            nullif(k.source_id, ''), k.data::jsonb, $9, $9, NULL,
-           CASE WHEN k.waits THEN k.wake_at END, CASE WHEN k.waits THEN nullif(k.wait_event, '') END,
-           CASE WHEN k.waits THEN k.wake_scope END
+           CASE WHEN k.waits THEN k.wake_at END, CASE WHEN k.waits THEN nullif(k.wait_event, '') END
       FROM checked k
       JOIN entered n ON n.journey_id = k.journey_id AND n.contact_id = k.cid
     RETURNING id
+), woke AS (
+    INSERT INTO journey_wakes (execution_id, scope, due_at, position)
+    SELECT k.exec_id, k.wake_scope, k.wake_at, '0'
+      FROM checked k
+      JOIN inserted x ON x.id = k.exec_id
+     WHERE k.waits
 )
 SELECT CASE WHEN k.refusal <> '' THEN k.refusal WHEN n.contact_id IS NULL THEN 'reentry' ELSE '' END,
        coalesce(k.cid, ''), coalesce(k.cemail, ''), k.version, (k.waits AND n.contact_id IS NOT NULL)
