@@ -271,10 +271,11 @@ func (s *Store) RecordStep(ctx context.Context, tx pgx.Tx, r StepRun) (ok bool, 
 	return tag.RowsAffected() == 1, nil
 }
 
-// StepsCausedBy returns the steps the handling of envelope causeID ran,
-// in order (a redelivered envelope returns their outputs again).
-func (s *Store) StepsCausedBy(ctx context.Context, causeID string) ([]StepRun, error) {
-	rows, err := s.pg.Query(ctx, sqlEngineStepsByCause, causeID)
+// StepsCausedBy returns the steps of execution execID the handling of
+// envelope causeID ran, in order (a redelivered envelope returns their
+// outputs again).
+func (s *Store) StepsCausedBy(ctx context.Context, execID, causeID string) ([]StepRun, error) {
+	rows, err := s.pg.Query(ctx, sqlEngineStepsByCause, execID, causeID)
 	if err != nil {
 		return nil, fmt.Errorf("steps run by %s: %w", causeID, err)
 	}

@@ -70,3 +70,30 @@ func TestWakeRelayPlanUsesTheDueIndex(t *testing.T) {
 		t.Errorf("the relay's generic plan does not find due wake-ups by their index and executions by key:\n%s", plan)
 	}
 }
+
+// TestPeekRunsPlanFindsStepsByExecution: every envelope the engine
+// handles is first read with PeekRuns, which asks whether the envelope ran
+// steps of its execution before. With no index on cause_id alone (migration
+// 0085), the generic plan over tables the size of a busy engine's must
+// find those steps through the primary key's prefix (the execution's few
+// steps), never by reading journey_step_runs through.
+func TestPeekRunsPlanFindsStepsByExecution(t *testing.T) {
+	setup := stack.PlanSetup{
+		Tables: []string{"journey_executions", "journey_step_runs", "journeys", "contacts"},
+		Fill: []string{
+			`INSERT INTO journeys (id, workspace_id, name, status, trigger_type, reentry, current_version, created_at, updated_at)
+			 SELECT 'j' || g, 'w', 'j' || g, 'active', 'api_event', 'once', 1, now(), now() FROM generate_series(1, 20) g`,
+			`INSERT INTO contacts (id, seq, workspace_id, email, status, created_at, updated_at)
+			 SELECT 'c' || g, g, 'w', 'c' || g || '@example.com', 'ACTIVE', now(), now() FROM generate_series(1, 50000) g`,
+			`INSERT INTO journey_executions (id, workspace_id, journey_id, version, contact_id, state, position, trigger_type, started_at, updated_at)
+			 SELECT 'e' || g, 'w', 'j' || (g % 20 + 1), 1, 'c' || g, 'active', '1', 'api_event', now(), now() FROM generate_series(1, 50000) g`,
+			`INSERT INTO journey_step_runs (execution_id, address, step_type, outcome, cause_id, done_at)
+			 SELECT 'e' || g, '0', 'delay', 'done', 'x' || g, now() FROM generate_series(1, 50000) g`,
+		},
+		SeqScan: true, // the engine's pool plans with the defaults
+	}
+	plan := stack.GenericPlanWith(t, stack.PG(t), setup, sqlEnginePeekCause, `'{e1,e2}'`, `'{x1,y2}'`)
+	if strings.Contains(plan, "Seq Scan on journey_step_runs") || !strings.Contains(plan, "journey_step_runs_pkey") {
+		t.Errorf("the generic plan does not find an execution's steps by primary key:\n%s", plan)
+	}
+}

@@ -258,7 +258,7 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	seen := p.Run
 	var out []schemas.Envelope
 	if p.Ran {
-		if out, err = s.replay(ctx, env); err != nil {
+		if out, err = s.replay(ctx, env, execID); err != nil {
 			return nil, err
 		}
 	}

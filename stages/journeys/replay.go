@@ -20,10 +20,11 @@ func stepEnvelope(r journeys.StepRun) schemas.Envelope {
 		At: r.DoneAt, Final: r.Final, Email: r.Email})
 }
 
-// replay returns the outputs of the steps env ran before: their step-done
-// envelopes and, for a message still queued, its send envelope again.
-func (s *Stage) replay(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
-	runs, err := s.o.Store.StepsCausedBy(ctx, env.ID)
+// replay returns the outputs of the steps env ran before on execution
+// execID: their step-done envelopes and, for a message still queued, its
+// send envelope again.
+func (s *Stage) replay(ctx context.Context, env schemas.Envelope, execID string) ([]schemas.Envelope, error) {
+	runs, err := s.o.Store.StepsCausedBy(ctx, execID, env.ID)
 	if err != nil || len(runs) == 0 {
 		return nil, err
 	}
