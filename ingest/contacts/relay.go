@@ -10,6 +10,7 @@ import (
 
 	"sendstream/ingest"
 	"sendstream/schemas"
+	"sendstream/sinks/relayloop"
 )
 
 var (
@@ -78,20 +79,8 @@ func (s *Store) StartRelay(ctx context.Context, pub Publisher, cfg RelayConfig) 
 		defer s.relay.Done()
 		defer stopWithStore()
 		defer stop()
-		for {
-			n, err := s.RelayOnce(ctx, pub, cfg.Grace, cfg.Batch)
-			if err != nil && ctx.Err() == nil {
-				cfg.Logger.Error("contacts outbox relay", "err", err)
-			}
-			if n == cfg.Batch && err == nil {
-				continue // more may be waiting
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(cfg.Interval):
-			}
-		}
+		relayloop.Run(ctx, relayloop.Config{Name: "contacts outbox relay", Batch: cfg.Batch, Interval: cfg.Interval, Logger: cfg.Logger},
+			func(ctx context.Context) (int, error) { return s.RelayOnce(ctx, pub, cfg.Grace, cfg.Batch) })
 	}()
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sendstream/schemas"
+	"sendstream/sinks/relayloop"
 )
 
 // The wake relay: an execution StartMany started waiting at its first step
@@ -69,20 +70,9 @@ func (s *Store) StartWakeRelay(ctx context.Context, pub Publisher, cfg WakeRelay
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for {
-			n, err := s.RelayWakes(ctx, pub, cfg.Scope, cfg.Batch)
-			if err != nil && ctx.Err() == nil {
-				cfg.Logger.Error("journey wake relay", "scope", cfg.Scope, "err", err)
-			}
-			if n == cfg.Batch && err == nil {
-				continue // more may be due
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(cfg.Interval):
-			}
-		}
+		relayloop.Run(ctx, relayloop.Config{Name: "journey wake relay", Batch: cfg.Batch, Interval: cfg.Interval,
+			Logger: cfg.Logger, Attrs: []any{"scope", cfg.Scope}},
+			func(ctx context.Context) (int, error) { return s.RelayWakes(ctx, pub, cfg.Scope, cfg.Batch) })
 	})
 	return func() {
 		cancel()
