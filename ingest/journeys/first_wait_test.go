@@ -3,11 +3,11 @@ package journeys_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
 	"sendstream/ingest/ingesttest"
+	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
 	sj "sendstream/sinks/journeys"
 )
@@ -16,39 +16,9 @@ import (
 // relays it but the test below, by hand.
 const testScope = "timers_ingest_journeys_test"
 
-// wakes records what a relay round publishes.
-type wakes struct {
-	mu   sync.Mutex
-	envs []schemas.Envelope
-}
-
-func (w *wakes) Publish(_ context.Context, topic string, envs ...schemas.Envelope) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, e := range envs {
-		if topic == schemas.TopicJourneys {
-			w.envs = append(w.envs, e)
-		}
-	}
-	return nil
-}
-
-// of returns the recorded envelopes of workspace ws.
-func (w *wakes) of(ws string) []schemas.Envelope {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []schemas.Envelope
-	for _, e := range w.envs {
-		if e.Workspace == ws {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // TestTriggerStartsInFirstWait: a trigger on a journey whose first step is
 // a delay answers once the execution is stored waiting at that step as its
-// own timer (wake_scope: the relay's scope); a journey beginning with
+// own timer (a journey_wakes row of the relay's scope); a journey beginning with
 // another step starts not waiting and with none (the engine runs it).
 // Once the delay is over, one wake relay round publishes each waiting
 // execution's wake-up (the engine's envelope, due at the delay's end,
@@ -92,12 +62,12 @@ func TestTriggerStartsInFirstWait(t *testing.T) {
 		}
 		due[o.ExecutionID] = *wake
 	}
-	pub := &wakes{}
+	pub := &pipelinetest.Publisher{}
 	early := sj.NewStore(e.h.PG, func() time.Time { return time.Now().Add(50 * time.Minute) })
 	if _, err := early.RelayWakes(ctx, pub, testScope, 1000); err != nil {
 		t.Fatal(err)
 	}
-	if got := pub.of(e.ws); len(got) != 0 {
+	if got := pub.Of(schemas.TopicJourneys, e.ws); len(got) != 0 {
 		t.Fatalf("before the delay's end the relay published %d wake-ups", len(got))
 	}
 	later := sj.NewStore(e.h.PG, func() time.Time { return time.Now().Add(2 * time.Hour) })
@@ -106,7 +76,7 @@ func TestTriggerStartsInFirstWait(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := pub.of(e.ws)
+	got := pub.Of(schemas.TopicJourneys, e.ws)
 	if len(got) != len(due) {
 		t.Fatalf("%d wake-ups published, want one per waiting execution (%d)", len(got), len(due))
 	}

@@ -112,3 +112,15 @@ func (p *Publisher) Published(topic string) []schemas.Envelope {
 	defer p.mu.Unlock()
 	return slices.Clone(p.byT[topic])
 }
+
+// Of returns a copy of what was published to topic for workspace ws (tests
+// sharing a database may relay each other's rows).
+func (p *Publisher) Of(topic, ws string) []schemas.Envelope {
+	var out []schemas.Envelope
+	for _, e := range p.Published(topic) {
+		if e.Workspace == ws {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
 )
@@ -85,23 +86,6 @@ func TestStartManyBeginsFirstWait(t *testing.T) {
 	}
 }
 
-// pubs records what relay rounds publish; fail makes the next Publish fail.
-type pubs struct {
-	fail bool
-	envs []schemas.Envelope
-}
-
-func (p *pubs) Publish(_ context.Context, topic string, envs ...schemas.Envelope) error {
-	if p.fail {
-		p.fail = false
-		return errors.New("broker away")
-	}
-	if topic == schemas.TopicJourneys {
-		p.envs = append(p.envs, envs...)
-	}
-	return nil
-}
-
 // TestWakeRelay: executions started waiting are their own timers. A relay
 // round before their wait is due publishes nothing; a round whose publish
 // fails commits nothing, so the next round publishes them; each is
@@ -148,26 +132,18 @@ func TestWakeRelay(t *testing.T) {
 	if _, err := f.pg.Exec(ctx, `UPDATE journey_executions SET position = '1', next_wake_at = NULL WHERE id = $1`, execs[5].ID); err != nil {
 		t.Fatal(err)
 	}
-	mine := func(envs []schemas.Envelope) []schemas.Envelope {
-		var out []schemas.Envelope
-		for _, e := range envs {
-			if e.Workspace == f.ws {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
 	at := func(d time.Duration) *journeys.Store {
 		return journeys.NewStore(f.pg, func() time.Time { return execs[0].StartedAt.Add(d) })
 	}
-	p := &pubs{}
-	if _, err := at(59*time.Minute).RelayWakes(ctx, p, relayScope, 100); err != nil || len(mine(p.envs)) != 0 {
-		t.Fatalf("before due: %d published, %v", len(mine(p.envs)), err)
+	p := &pipelinetest.Publisher{}
+	if _, err := at(59*time.Minute).RelayWakes(ctx, p, relayScope, 100); err != nil || len(p.Of(schemas.TopicJourneys, f.ws)) != 0 {
+		t.Fatalf("before due: %d published, %v", len(p.Of(schemas.TopicJourneys, f.ws)), err)
 	}
-	p.fail = true
+	p.Err = errors.New("broker away")
 	if _, err := at(2*time.Hour).RelayWakes(ctx, p, relayScope, 100); err == nil {
 		t.Fatal("a failed publish: no error")
 	}
+	p.Err = nil
 	// Claimed: the due ones of the scope, live or not (at least these 5:
 	// other tests of the package leave theirs when their workspace goes);
 	// then none.
@@ -188,7 +164,7 @@ func TestWakeRelay(t *testing.T) {
 	if len(left) != 1 || left[0] != execs[4].ID {
 		t.Errorf("wake-ups left %v, want only the other scope's (%s)", left, execs[4].ID)
 	}
-	got := mine(p.envs)
+	got := p.Of(schemas.TopicJourneys, f.ws)
 	if len(got) != 3 {
 		t.Fatalf("%d wake-ups published, want 3 (the active ones of the scope)", len(got))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
 	"sendstream/sinks/journeys"
 )
@@ -16,17 +17,9 @@ import (
 // startScope is the wake relay scope of the starts below.
 const startScope = "timers_stages_journeys_test"
 
-// relayed records the wake-ups a relay round publishes.
-type relayed struct{ envs []schemas.Envelope }
-
-func (r *relayed) Publish(_ context.Context, _ string, envs ...schemas.Envelope) error {
-	r.envs = append(r.envs, envs...)
-	return nil
-}
-
 // TestStartedWaitingMatchesTheEngine: an execution the trigger's start put
-// into its first delay as its own timer (StartMany with Wait: wake_scope
-// set, no timer job) is, for the engine and for what admin journey
+// into its first delay as its own timer (StartMany with Wait: a journey_wakes
+// row, no timer job) is, for the engine and for what admin journey
 // executions and stats show, the execution the engine would have moved
 // into that delay itself: its started announcement (and a redelivery of
 // it, with or without the wake-up it carries) runs and schedules nothing
@@ -122,9 +115,9 @@ func TestStartedWaitingMatchesTheEngine(t *testing.T) {
 	}
 	// The wake-ups run the same steps: the relay publishes the start's
 	// once the delay is over (on the store's clock), once.
-	rel := &relayed{}
-	if _, err := f.store.RelayWakes(ctx, rel, startScope, 1000); err != nil || len(rel.envs) != 0 {
-		t.Fatalf("relay before the delay's end: %d wake-ups, %v", len(rel.envs), err)
+	rel := &pipelinetest.Publisher{}
+	if _, err := f.store.RelayWakes(ctx, rel, startScope, 1000); err != nil || len(rel.Of(schemas.TopicJourneys, f.ws)) != 0 {
+		t.Fatalf("relay before the delay's end: %d wake-ups, %v", len(rel.Of(schemas.TopicJourneys, f.ws)), err)
 	}
 	f.clock.set(f.clock.now().Add(time.Hour))
 	for range 2 {
@@ -133,13 +126,10 @@ func TestStartedWaitingMatchesTheEngine(t *testing.T) {
 		}
 	}
 	var wake *schemas.Envelope
-	for i, env := range rel.envs {
-		if env.Workspace == f.ws {
-			if wake != nil {
-				t.Fatalf("relay published the wake-up twice")
-			}
-			wake = &rel.envs[i]
-		}
+	if relayed := rel.Of(schemas.TopicJourneys, f.ws); len(relayed) > 1 {
+		t.Fatalf("relay published the wake-up %d times", len(relayed))
+	} else if len(relayed) == 1 {
+		wake = &relayed[0]
 	}
 	if want := journeys.StartWake(e); wake == nil || wake.ID != want.ID || string(wake.Payload) != string(want.Payload) ||
 		wake.CausationID != want.CausationID || wake.Key != want.Key {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,24 +11,12 @@ import (
 
 	"sendstream/deploy/stack"
 	"sendstream/pipeline"
+	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
 	"sendstream/sinks/email/smtptest"
 	"sendstream/stages/delivery"
 	"sendstream/stages/optin"
 )
-
-// sink is a Publisher that keeps what the delivery stage publishes.
-type sink struct {
-	mu   sync.Mutex
-	envs []schemas.Envelope
-}
-
-func (s *sink) Publish(_ context.Context, _ string, envs ...schemas.Envelope) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.envs = append(s.envs, envs...)
-	return nil
-}
 
 // deliver hands env to the optin stage and its output to a delivery stage
 // sending to server, and returns the message's stored status and failure
@@ -43,7 +30,7 @@ func deliver(t *testing.T, pool *pgxpool.Pool, server *smtptest.Server, env sche
 		t.Fatalf("optin: %v, %d envelopes", err, len(out))
 	}
 	cfg := delivery.DefaultConfig().FromSettings(map[string]string{"secret": "s", "smtp_url": "smtp://" + server.Addr + "?tls=none"})
-	d, err := delivery.New(ctx, pipeline.Resources{Postgres: pool, Publisher: &sink{}}, cfg)
+	d, err := delivery.New(ctx, pipeline.Resources{Postgres: pool, Publisher: &pipelinetest.Publisher{}}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
