@@ -7,6 +7,15 @@ import (
 	"sendstream/deploy/stack"
 )
 
+// Fills of the plan tests' copies: 20 active journeys, and one recorded
+// step (a delay, run by envelope x<g>) of each of executions e1…e50000.
+const (
+	fillJourneys = `INSERT INTO journeys (id, workspace_id, name, status, trigger_type, reentry, current_version, created_at, updated_at)
+		SELECT 'j' || g, 'w', 'j' || g, 'active', 'api_event', 'once', 1, now(), now() FROM generate_series(1, 20) g`
+	fillStepRuns = `INSERT INTO journey_step_runs (execution_id, address, step_type, outcome, cause_id, done_at)
+		SELECT 'e' || g, '0', 'delay', 'done', 'x' || g, now() FROM generate_series(1, 50000) g`
+)
+
 // TestAdvanceAllPlanIsLinearInTheBatch: the engine's shared statement is a
 // prepared statement, which Postgres soon plans generically, guessing 10
 // rows for the arrays and 1 for each CTE. Planned so over tables the size
@@ -19,14 +28,12 @@ func TestAdvanceAllPlanIsLinearInTheBatch(t *testing.T) {
 	setup := stack.PlanSetup{
 		Tables: []string{"journey_executions", "journey_step_runs", "journey_entries", "journeys"},
 		Fill: []string{
-			`INSERT INTO journeys (id, workspace_id, name, status, trigger_type, reentry, current_version, created_at, updated_at)
-			 SELECT 'j' || g, 'w', 'j' || g, 'active', 'api_event', 'once', 1, now(), now() FROM generate_series(1, 20) g`,
+			fillJourneys,
 			`INSERT INTO journey_executions (id, workspace_id, journey_id, version, contact_id, state, position, trigger_type, started_at, updated_at, next_wake_at)
 			 SELECT 'e' || g, 'w', 'j' || (g % 20 + 1), 1, 'c' || g, 'active', '0', 'api_event', now(), now(), now() FROM generate_series(1, 50000) g`,
 			`INSERT INTO journey_entries (journey_id, contact_id, entries, running, first_entered_at, last_entered_at)
 			 SELECT 'j' || (g % 20 + 1), 'c' || g, 1, 1, now(), now() FROM generate_series(1, 50000) g`,
-			`INSERT INTO journey_step_runs (execution_id, address, step_type, outcome, cause_id, done_at)
-			 SELECT 'e' || g, '0', 'delay', 'done', 'x' || g, now() FROM generate_series(1, 50000) g`,
+			fillStepRuns,
 		},
 		SeqScan: true, // the engine's pool plans with the defaults
 	}
@@ -81,14 +88,12 @@ func TestPeekRunsPlanFindsStepsByExecution(t *testing.T) {
 	setup := stack.PlanSetup{
 		Tables: []string{"journey_executions", "journey_step_runs", "journeys", "contacts"},
 		Fill: []string{
-			`INSERT INTO journeys (id, workspace_id, name, status, trigger_type, reentry, current_version, created_at, updated_at)
-			 SELECT 'j' || g, 'w', 'j' || g, 'active', 'api_event', 'once', 1, now(), now() FROM generate_series(1, 20) g`,
+			fillJourneys,
 			`INSERT INTO contacts (id, seq, workspace_id, email, status, created_at, updated_at)
 			 SELECT 'c' || g, g, 'w', 'c' || g || '@example.com', 'ACTIVE', now(), now() FROM generate_series(1, 50000) g`,
 			`INSERT INTO journey_executions (id, workspace_id, journey_id, version, contact_id, state, position, trigger_type, started_at, updated_at)
 			 SELECT 'e' || g, 'w', 'j' || (g % 20 + 1), 1, 'c' || g, 'active', '1', 'api_event', now(), now() FROM generate_series(1, 50000) g`,
-			`INSERT INTO journey_step_runs (execution_id, address, step_type, outcome, cause_id, done_at)
-			 SELECT 'e' || g, '0', 'delay', 'done', 'x' || g, now() FROM generate_series(1, 50000) g`,
+			fillStepRuns,
 		},
 		SeqScan: true, // the engine's pool plans with the defaults
 	}
