@@ -82,7 +82,8 @@ func (s *Store) StartWakeRelay(ctx context.Context, pub Publisher, cfg WakeRelay
 
 // RelayWakes is one relay round: it claims up to limit wake-ups of scope
 // due by the store's clock, publishes those whose execution still waits
-// for them and returns how many it claimed (limit: more may be due). The relay loop calls it; tests call it directly.
+// for them and returns how many it claimed (limit: more may be due). The
+// relay loop calls it; tests call it directly.
 func (s *Store) RelayWakes(ctx context.Context, pub Publisher, scope string, limit int) (int, error) {
 	if scope == "" {
 		return 0, fmt.Errorf("relay wake-ups: no scope")
