@@ -63,12 +63,9 @@ func Wait(cfg Config, failures int) time.Duration {
 		limit = DefaultMaxBackoff
 	}
 	limit = max(limit, cfg.Interval)
-	d := cfg.Interval
-	for range min(failures, 30) {
-		if d >= limit/2 {
-			return limit
-		}
-		d *= 2
+	d := cfg.Interval << min(failures, 30)
+	if d > limit || (d < cfg.Interval) { // past the cap, or shifted out of range
+		return limit
 	}
-	return min(d, limit)
+	return d
 }
