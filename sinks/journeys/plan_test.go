@@ -1,8 +1,11 @@
 package journeys
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"sendstream/deploy/stack"
 )
@@ -100,5 +103,36 @@ func TestPeekRunsPlanFindsStepsByExecution(t *testing.T) {
 	plan := stack.GenericPlanWith(t, stack.PG(t), setup, sqlEnginePeekCause, `'{e1,e2}'`, `'{x1,y2}'`)
 	if strings.Contains(plan, "Seq Scan on journey_step_runs") || !strings.Contains(plan, "journey_step_runs_pkey") {
 		t.Errorf("the generic plan does not find an execution's steps by primary key:\n%s", plan)
+	}
+}
+
+// TestNoIndexHoldsExecutionState: the columns an ended execution's update
+// changes (state, position, next_wake_at, finished_at, updated_at) are in
+// no index of journey_executions, neither as a key nor in a predicate, so
+// that update is a HOT update (migration 0086).
+func TestNoIndexHoldsExecutionState(t *testing.T) {
+	pg := stack.PG(t)
+	rows, err := pg.Query(context.Background(), `
+		SELECT i.indexrelid::regclass::text, a.attname
+		  FROM pg_index i
+		  JOIN pg_attribute a ON a.attrelid = i.indrelid
+		 WHERE i.indrelid = 'journey_executions'::regclass
+		   AND a.attname IN ('state', 'position', 'next_wake_at', 'finished_at', 'updated_at')
+		   AND (a.attnum = ANY (i.indkey::int2[])
+		        OR pg_get_expr(i.indpred, i.indrelid) ~ ('\m' || a.attname || '\M')
+		        OR pg_get_expr(i.indexprs, i.indrelid) ~ ('\m' || a.attname || '\M'))`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var idx, col string
+		err := r.Scan(&idx, &col)
+		return idx + " holds " + col, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) > 0 {
+		t.Fatalf("an ended execution's update cannot be HOT: %v", found)
 	}
 }

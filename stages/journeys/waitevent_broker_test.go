@@ -31,7 +31,7 @@ func TestWaitForEventThroughBroker(t *testing.T) {
 	defer cancel()
 	ws, a := ingesttest.WorkspaceWithContact(ctx, t, pg, "wait for event", "a@example.com")
 	b := schemas.NewID()
-	if _, err := pg.Exec(ctx, `INSERT INTO contacts (id, workspace_id, seq, email, status) VALUES ($1, $2, 2, 'b@example.com', 'ACTIVE')`, b, ws); err != nil {
+	if _, err := pg.Exec(ctx, `INSERT INTO contacts (id, workspace_id, seq, email, status) VALUES ($1, $2, nextval('contacts_seq'), 'b@example.com', 'ACTIVE')`, b, ws); err != nil {
 		t.Fatal(err)
 	}
 	store := journeys.NewStore(pg, nil)

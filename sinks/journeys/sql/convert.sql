@@ -2,7 +2,7 @@
 -- a goal of type $4 ('' for a plain event), converts by the exitOn of the
 -- version each runs: the active ones, locked for Finish, and those already
 -- converted at or after $5 (a redelivered event announces them again).
--- The journey_executions_contact index (migration 0063) serves both arms.
+-- The journey_executions_by_contact index (migration 0086) serves both arms.
 SELECT e.id, e.journey_id, j.name, e.version, e.contact_id, c.email, e.state,
        e.conversion_value::float8, e.finished_at
   FROM journey_executions e
