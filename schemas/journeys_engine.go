@@ -206,5 +206,15 @@ func JourneyWakeEnvelope(id, ws, key, causationID string, w JourneyWake) Envelop
 // JourneyStepEnvelope is the step-done envelope of s in workspace ws.
 func JourneyStepEnvelope(ws, causationID string, s JourneyStepDone) Envelope {
 	return Envelope{ID: JourneyStepEnvelopeID(s.ExecutionID, s.Step), Workspace: ws, Type: TypeJourneyStepDone,
-		Key: ws + ":" + s.ExecutionID, OccurredAt: s.At.UTC(), CausationID: causationID, Payload: mustJSON(s)}
+		Key: ws + ":" + s.ExecutionID, OccurredAt: s.At.UTC(), CausationID: causationID, Payload: stepDoneJSON(&s)}
+}
+
+// stepDoneJSON is s encoded as json.Marshal encodes it; like mustJSON it
+// panics on what cannot be encoded (a time past year 9999).
+func stepDoneJSON(s *JourneyStepDone) json.RawMessage {
+	b, err := AppendJourneyStepDone(make([]byte, 0, 384), s)
+	if err != nil {
+		panic("schemas: " + err.Error())
+	}
+	return b
 }

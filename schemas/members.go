@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -268,4 +269,22 @@ func evScanValue(b []byte, i int, what string) (int, error) {
 		return 0, evSyntaxAt(i, what)
 	}
 	return end, nil
+}
+
+// setInt decodes the integer member key of a what payload as json.Unmarshal
+// into an int does (null leaves it unchanged; a fraction or an exponent is
+// refused, as there).
+func setInt(dst *int, what, key string, v []byte) error {
+	if string(v) == "null" {
+		return nil
+	}
+	n, err := strconv.ParseInt(string(v), 10, 0)
+	if err != nil {
+		if err := json.Unmarshal(v, dst); err != nil {
+			return fmt.Errorf("%s: %s: %w", what, key, err)
+		}
+		return nil
+	}
+	*dst = int(n)
+	return nil
 }

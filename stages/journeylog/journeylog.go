@@ -213,8 +213,8 @@ func cancelledRows(env schemas.Envelope) ([]row, error) {
 // stepRows is the 'step' row of a journey_step.done.v1, and its
 // 'completed' or 'exited' row when the step ended the execution so.
 func stepRows(env schemas.Envelope) ([]row, error) {
-	var d schemas.JourneyStepDone
-	if err := json.Unmarshal(env.Payload, &d); err != nil {
+	d, err := schemas.DecodeJourneyStepDone(env.Payload)
+	if err != nil {
 		return nil, fmt.Errorf("decode payload: %w", err)
 	}
 	if d.Step == "" {

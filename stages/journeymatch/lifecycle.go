@@ -86,8 +86,8 @@ func (l *Lifecycle) Handle(ctx context.Context, env schemas.Envelope) ([]schemas
 			schemas.JourneyWebhookData{JourneyID: p.JourneyID, JourneyName: j.Name, ExecutionID: p.ExecutionID, Version: p.Version,
 				ContactID: p.ContactID, Email: p.Email, Trigger: p.Trigger, OccurredAt: p.StartedAt})}, nil
 	case schemas.TypeJourneyStepDone:
-		var d schemas.JourneyStepDone
-		if err := json.Unmarshal(env.Payload, &d); err != nil {
+		d, err := schemas.DecodeJourneyStepDone(env.Payload)
+		if err != nil {
 			return nil, pipeline.Permanent(fmt.Errorf("%s: envelope %s: decode payload: %w", NameCompleted, env.ID, err))
 		}
 		if d.Final != journeys.StateCompleted {
