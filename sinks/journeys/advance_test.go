@@ -93,3 +93,45 @@ func TestPeekRunsInOneStatement(t *testing.T) {
 		}
 	}
 }
+
+// TestStepRunsGoWithTheirExecution: with no foreign key on
+// journey_step_runs (migration 0087), deleting a contact still deletes its
+// executions' recorded steps (journey_executions_deleted), and no other
+// execution's.
+func TestStepRunsGoWithTheirExecution(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	j, _, err := f.store.Create(ctx, f.ws, f.def(t, `{"name":"R","status":"active","reentry":"always","trigger":{"type":"api_event"},"steps":[{"type":"exit"},{"type":"exit"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := f.contact(t, "gone@example.com", "ACTIVE")
+	f.contact(t, "kept@example.com", "ACTIVE")
+	execs, errs := f.startMany(t, []journeys.StartInput{
+		{Workspace: f.ws, JourneyID: j.ID, Trigger: "api_event", Email: "gone@example.com", ExecutionID: schemas.NewID()},
+		{Workspace: f.ws, JourneyID: j.ID, Trigger: "api_event", Email: "kept@example.com", ExecutionID: schemas.NewID()},
+	})
+	var adv []journeys.Advance
+	for i, e := range execs {
+		if errs[i] != nil {
+			t.Fatalf("start %d: %v", i, errs[i])
+		}
+		adv = append(adv, journeys.Advance{Step: journeys.StepRun{ExecutionID: e.ID, Address: "0", StepType: schemas.StepExit,
+			Outcome: schemas.StepOutcomeDone, CauseID: "c", DoneAt: time.Now().UTC()}, Next: "1"})
+	}
+	if _, err := f.store.AdvanceAll(ctx, adv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pg.Exec(ctx, `DELETE FROM contacts WHERE id = $1`, gone); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{0, 1} {
+		var n int
+		if err := f.pg.QueryRow(ctx, `SELECT count(*) FROM journey_step_runs WHERE execution_id = $1`, execs[i].ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Errorf("execution %d: %d recorded steps after the deletion of execution 0's contact, want %d", i, n, want)
+		}
+	}
+}
