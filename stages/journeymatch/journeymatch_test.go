@@ -404,6 +404,11 @@ func TestLifecycleAnnounces(t *testing.T) {
 	if out := handle(step("")); len(out) != 0 {
 		t.Errorf("a step that does not end the execution returned %v", out)
 	}
+	odd := schemas.JourneyStepEnvelope(f.ws, "cause", schemas.JourneyStepDone{ExecutionID: s[0].ExecutionID, JourneyID: j,
+		Version: 1, ContactID: c, Step: "1", StepType: schemas.StepSendEmail, Outcome: schemas.StepOutcomeSent, At: at, Detail: "final"})
+	if out := handle(odd); len(out) != 0 {
+		t.Errorf("a step whose detail reads \"final\" returned %v", out)
+	}
 	if out := handle(step(journeys.StateExited)); len(out) != 0 {
 		t.Errorf("an exit returned %v", out)
 	}

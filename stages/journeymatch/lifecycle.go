@@ -1,6 +1,7 @@
 package journeymatch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,6 +87,9 @@ func (l *Lifecycle) Handle(ctx context.Context, env schemas.Envelope) ([]schemas
 			schemas.JourneyWebhookData{JourneyID: p.JourneyID, JourneyName: j.Name, ExecutionID: p.ExecutionID, Version: p.Version,
 				ContactID: p.ContactID, Email: p.Email, Trigger: p.Trigger, OccurredAt: p.StartedAt})}, nil
 	case schemas.TypeJourneyStepDone:
+		if !bytes.Contains(env.Payload, finalKey) {
+			return nil, nil // a step that did not end its execution: most of them
+		}
 		d, err := schemas.DecodeJourneyStepDone(env.Payload)
 		if err != nil {
 			return nil, pipeline.Permanent(fmt.Errorf("%s: envelope %s: decode payload: %w", NameCompleted, env.ID, err))
@@ -106,6 +110,12 @@ func (l *Lifecycle) Handle(ctx context.Context, env schemas.Envelope) ([]schemas
 	}
 	return nil, nil
 }
+
+// finalKey is in every step-done payload whose step ended its execution
+// (Final is omitted while it goes on, and the engine writes keys
+// unescaped); a payload without it is not decoded. A detail reading
+// "final" only costs the decode.
+var finalKey = []byte(`"final"`)
 
 // journey returns journey id of workspace ws, reusing what it read within
 // JourneyTTL.
