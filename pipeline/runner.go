@@ -167,12 +167,8 @@ func (s *stageRunner) run(ctx context.Context) error {
 
 // backoff returns base·2^attempt capped at max.
 func backoff(attempt int, base, max time.Duration) time.Duration {
-	if attempt > 30 {
+	if attempt > 30 || base <= 0 || base > max>>attempt { // base·2^attempt past max, compared without a shift that could overflow
 		return max
 	}
-	d := base << attempt
-	if d > max || d <= 0 {
-		return max
-	}
-	return d
+	return base << attempt
 }

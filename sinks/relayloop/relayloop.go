@@ -63,9 +63,9 @@ func Wait(cfg Config, failures int) time.Duration {
 		limit = DefaultMaxBackoff
 	}
 	limit = max(limit, cfg.Interval)
-	d := cfg.Interval << min(failures, 30)
-	if d > limit || (d < cfg.Interval) { // past the cap, or shifted out of range
+	n := min(max(failures, 0), 62)
+	if cfg.Interval > limit>>n { // Interval·2^n past the cap, compared without a shift that could overflow
 		return limit
 	}
-	return d
+	return cfg.Interval << n
 }

@@ -25,6 +25,12 @@ func TestWaitDoublesAfterFailuresUpToTheCap(t *testing.T) {
 	if got := Wait(Config{Interval: time.Second}, 10); got != DefaultMaxBackoff {
 		t.Errorf("no cap: %s, want DefaultMaxBackoff", got)
 	}
+	// 18 s·2^30 does not fit a Duration: the shift wrapped to about 28
+	// years, under this cap, before the comparison was made without it.
+	long := Config{Interval: 18 * time.Second, MaxBackoff: 100 * 365 * 24 * time.Hour}
+	if got := Wait(long, 30); got != long.MaxBackoff {
+		t.Errorf("past the range of a shift: %s, want the cap", got)
+	}
 }
 
 // TestRunGoesAgainOnAFullBatchAndStopsWithTheContext: rounds that fill
