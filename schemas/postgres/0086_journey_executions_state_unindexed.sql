@@ -2,7 +2,7 @@
 -- execution (the engine's last step: state, finished_at, position) is a
 -- HOT update that writes no index entry, like every other move (fill
 -- factor 70, migration 0064). Before, each ended execution wrote a new
--- entry in all five indexes.
+-- entry in every index but the partial one on wait_event.
 --
 -- A contact's executions are few: the contact index finds them and the
 -- state is checked on the row (exitOn conversions, the engine's waits).
