@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +42,7 @@ func (s *stageRunner) newClient() (*kgo.Client, error) {
 		kgo.FetchMinBytes(int32(max(s.reg.FetchMinBytes, 1))),
 		kgo.FetchMaxBytes(10<<20),
 		kgo.FetchMaxPartitionBytes(10<<20),
-		kgo.FetchMaxWait(c.MaxWait),
+		kgo.FetchMaxWait(cmp.Or(s.reg.FetchMaxWait, c.MaxWait)),
 		kgo.SessionTimeout(c.SessionTimeout),
 		kgo.RebalanceTimeout(c.RebalanceTimeout),
 		kgo.HeartbeatInterval(c.HeartbeatInterval),

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -97,7 +98,10 @@ type Resources struct {
 // bytes are waiting (or the runner's MaxWait passed): fewer, larger fetches
 // for a stage that buffers anyway (a Flusher writing batches), at the cost
 // of up to MaxWait of added latency when traffic is light. Zero fetches as
-// soon as one record is there.
+// soon as one record is there. FetchMaxWait, when set, replaces the
+// runner's MaxWait for this stage: with FetchMinBytes it bounds the added
+// latency (BatchWait: a stage that reads a busy topic for a few of its
+// types, fetching a batch at a time instead of after every produce).
 //
 // UncheckedPayload is for a stage whose Handle parses env.Payload with a
 // parser that refuses anything but exactly one valid JSON value: the runner
@@ -130,6 +134,7 @@ type Spec[C any] struct {
 	Defaults         C
 	New              func(ctx context.Context, r Resources, cfg C) (Stage, error)
 	FetchMinBytes    int
+	FetchMaxWait     time.Duration
 	UncheckedPayload bool
 	Types            []string
 	Concurrency      int
@@ -147,11 +152,12 @@ type Registered struct {
 	Produces         []string
 	Route            func(out schemas.Envelope) string // nil: Produces[0]
 	Build            func(ctx context.Context, r Resources) (Stage, error)
-	FetchMinBytes    int      // see Spec
-	UncheckedPayload bool     // see Spec
-	Types            []string // see Spec; empty: every type
-	Concurrency      int      // see Spec; 0 or 1: one envelope at a time
-	MaxInFlight      int      // see Spec; 0: DefaultInFlightPerWorker × Concurrency
+	FetchMinBytes    int           // see Spec
+	FetchMaxWait     time.Duration // see Spec; 0: the runner's MaxWait
+	UncheckedPayload bool          // see Spec
+	Types            []string      // see Spec; empty: every type
+	Concurrency      int           // see Spec; 0 or 1: one envelope at a time
+	MaxInFlight      int           // see Spec; 0: DefaultInFlightPerWorker × Concurrency
 }
 
 var (
@@ -179,7 +185,7 @@ func Register[C any](s Spec[C]) {
 	}
 	registry[s.Name] = Registered{
 		Name: s.Name, Consumes: s.Consumes, Produces: s.Produces, Route: s.Route,
-		FetchMinBytes: s.FetchMinBytes, UncheckedPayload: s.UncheckedPayload, Types: s.Types,
+		FetchMinBytes: s.FetchMinBytes, FetchMaxWait: s.FetchMaxWait, UncheckedPayload: s.UncheckedPayload, Types: s.Types,
 		Concurrency: s.Concurrency, MaxInFlight: s.MaxInFlight,
 		Build: func(ctx context.Context, r Resources) (Stage, error) {
 			return s.New(ctx, r, s.Defaults)
@@ -260,3 +266,15 @@ func IsUnavailable(err error) bool {
 // answers its fetches in large chunks rather than once per produce request
 // of the ingest tier.
 const BatchFetchBytes = 256 << 10
+
+// BusyFetchBytes and BusyFetchWait are the FetchMinBytes and FetchMaxWait
+// of a stage that must act within a fraction of a second but reads a busy
+// topic (every contact change) mostly to pass over other types: under load
+// it fetches tens of kilobytes at a time instead of once per produce
+// request (each fetch and its offset commit cost the broker and this
+// process more than the records in it), and when traffic is light a record
+// waits at most BusyFetchWait.
+const (
+	BusyFetchBytes = 64 << 10
+	BusyFetchWait  = 50 * time.Millisecond
+)

@@ -66,6 +66,9 @@ func init() {
 		// Handle acts on these two; the contacts topic's other types (every
 		// contact change) pass undecoded.
 		Types: []string{schemas.TypeEventMatched, schemas.TypeContactJoinedList},
+		// The topic carries every contact change; batched fetches (see
+		// pipeline.BusyFetchBytes) keep passing over them cheap.
+		FetchMinBytes: pipeline.BusyFetchBytes, FetchMaxWait: pipeline.BusyFetchWait,
 		// One contact's envelopes in order (key "<workspace>:<contactId>"),
 		// different contacts concurrently.
 		Concurrency: 16,

@@ -65,6 +65,9 @@ func register(name, topic string, events map[string]string) {
 		Defaults: Config{Events: events},
 		// Handle ignores other types; the runner passes over them undecoded.
 		Types: types,
+		// The topic carries every contact change; batched fetches (see
+		// pipeline.BusyFetchBytes) keep passing over them cheap.
+		FetchMinBytes: pipeline.BusyFetchBytes, FetchMaxWait: pipeline.BusyFetchWait,
 		// Concurrent lookups for different keys; one contact's events stay
 		// in order.
 		Concurrency: 32,
