@@ -121,11 +121,13 @@ func (s *Store) relayOnce(ctx context.Context, pub Publisher, ws string, grace t
 		var id int64
 		var ws, kind string
 		var data, meta []byte
-		if err := rows.Scan(&id, &ws, &kind, &data, &meta); err != nil {
+		var c outboxContact
+		if err := rows.Scan(&id, &ws, &kind, &data, &meta, &c.contactID, &c.rid, &c.email, &c.firstName, &c.country, &c.language,
+			&c.status, &c.source, &c.custom, &c.createdAt, &c.updatedAt); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("relay outbox: scan: %w", err)
 		}
-		m, err := outboxMessages(ws, kind, data, meta)
+		m, err := outboxMessages(ws, kind, data, meta, &c)
 		if err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("relay outbox row %d: %w", id, err)
@@ -159,8 +161,10 @@ func (s *Store) relayOnce(ctx context.Context, pub Publisher, ws string, grace t
 }
 
 // outboxRow is the data of a contact_outbox row. Rows of a contact upsert
-// (kind created or updated) hold the contact as upsert_contacts.sql writes
-// it and the request id; rows of kind envelope hold one whole envelope.
+// (kind created or updated) hold the values before an update (Old); those
+// written before 0088_contact_outbox_columns.sql also hold the contact as
+// it was written and the request id. Rows of kind envelope hold one whole
+// envelope.
 type outboxRow struct {
 	RequestID string   `json:"rid"`
 	Contact   Contact  `json:"contact"`
@@ -169,11 +173,43 @@ type outboxRow struct {
 	Envelope  string   `json:"envelope"`
 }
 
+// outboxContact is the contact as a contact upsert's outbox row holds it in
+// columns (0088_contact_outbox_columns.sql); email is nil in rows written
+// before them and in rows of kind envelope.
+type outboxContact struct {
+	contactID                                                string
+	rid, email, firstName, country, language, status, source *string
+	custom                                                   []byte
+	createdAt, updatedAt                                     *time.Time
+}
+
+// apply puts the columns' contact and request id into d, when the row has
+// them.
+func (c *outboxContact) apply(d *outboxRow) {
+	if c == nil || c.email == nil {
+		return
+	}
+	d.RequestID = deref(c.rid)
+	d.Contact = Contact{ID: c.contactID, Email: *c.email, FirstName: c.firstName, Country: c.country, Language: c.language,
+		Status: deref(c.status), Source: c.source, CustomFields: c.custom}
+	if c.createdAt != nil && c.updatedAt != nil {
+		d.Contact.CreatedAt, d.Contact.UpdatedAt = *c.createdAt, *c.updatedAt
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // outboxMessages rebuilds the envelopes of one outbox row exactly as the
 // request built them: an upsert's through UpsertMessages (ids and causation
-// id included; meta is the contact's metadata as stored), a written
-// envelope as it was written.
-func outboxMessages(ws, kind string, data, meta []byte) ([]ingest.Message, error) {
+// id included; meta is the contact's metadata as stored; c the columns of
+// the row, nil or without email for a row holding everything in data), a
+// written envelope as it was written.
+func outboxMessages(ws, kind string, data, meta []byte, c *outboxContact) ([]ingest.Message, error) {
 	var d outboxRow
 	if err := json.Unmarshal(data, &d); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -185,6 +221,7 @@ func outboxMessages(ws, kind string, data, meta []byte) ([]ingest.Message, error
 		}
 		return []ingest.Message{{Topic: d.Topic, Env: env}}, nil
 	}
+	c.apply(&d)
 	r := upsertRow{outcome: kind, c: d.Contact}
 	r.c.CustomFields, r.c.Metadata = rawOrEmpty(r.c.CustomFields), rawOrNull(meta)
 	r.c.CreatedAt, r.c.UpdatedAt = r.c.CreatedAt.UTC(), r.c.UpdatedAt.UTC()

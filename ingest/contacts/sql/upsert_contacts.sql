@@ -23,10 +23,11 @@
 --
 -- Every created or updated contact also gets its contact_outbox row (the
 -- domain event, written in the same transaction; 0045_contact_outbox.sql):
--- {rid, contact, old} with the contact's fields under the JSON names of
--- contacts.Contact (metadata aside: it never changes after creation and is
--- read back from the contact when the relay rebuilds the event) and, for
--- updates, the values before the update.
+-- the request id and the contact's fields in columns (metadata aside: it
+-- never changes after creation and is read back from the contact when the
+-- relay rebuilds the event; 0088_contact_outbox_columns.sql) and, for
+-- updates, the values before the update in data ({"old": ...}, under the
+-- JSON names of contacts.Contact).
 --
 -- One row per input, in any order: ord, outcome (created, updated,
 -- unchanged, refused = over the contact limit, retry), the contact after the
@@ -114,19 +115,16 @@ res AS (
       LEFT JOIN admitted a ON a.ord = i.ord
 ),
 outbox AS (
-    INSERT INTO contact_outbox (workspace_id, contact_id, kind, data, scope)
+    INSERT INTO contact_outbox (workspace_id, contact_id, kind, data, scope, rid, email, first_name,
+                                country, language, status, source, custom_fields,
+                                contact_created_at, contact_updated_at)
     SELECT $1, (r.cur).id, r.outcome,
-           jsonb_build_object(
-               'rid', r.rid,
-               'contact', jsonb_build_object(
-                   'id', (r.cur).id, 'email', (r.cur).email, 'firstName', (r.cur).first_name,
-                   'country', (r.cur).country, 'language', (r.cur).language, 'status', (r.cur).status,
-                   'source', (r.cur).source, 'customFields', (r.cur).custom_fields,
-                   'createdAt', (r.cur).created_at, 'updatedAt', (r.cur).updated_at),
-               'old', CASE WHEN r.outcome = 'updated' THEN jsonb_build_object(
-                   'firstName', (r.old).first_name, 'country', (r.old).country,
-                   'language', (r.old).language, 'customFields', (r.old).custom_fields) END),
-           $14::text
+           CASE WHEN r.outcome = 'updated' THEN jsonb_build_object('old', jsonb_build_object(
+               'firstName', (r.old).first_name, 'country', (r.old).country,
+               'language', (r.old).language, 'customFields', (r.old).custom_fields))
+                ELSE '{}'::jsonb END,
+           $14::text, r.rid, (r.cur).email, (r.cur).first_name, (r.cur).country, (r.cur).language,
+           (r.cur).status, (r.cur).source, (r.cur).custom_fields, (r.cur).created_at, (r.cur).updated_at
       FROM res r
      WHERE r.outcome IN ('created', 'updated') AND $11::boolean
     RETURNING id, contact_id
