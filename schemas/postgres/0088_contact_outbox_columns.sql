@@ -2,9 +2,9 @@
 -- its own instead of a jsonb object in data (issue 24, item 6: the outbox's
 -- cost on contacts upsert). Building that object per row was most of what
 -- the outbox added to upsert_contacts.sql: EXPLAIN ANALYZE of 16-contact
--- batches, alternated, took 5.5 ms with it, 4.5 ms with data reduced to the
--- request id and old values, and 4.2 ms with no outbox row at all; a column
--- only copies the value. data keeps {"old": ...} for an update ({} for a
+-- batches, alternated, took 4.3-5.5 ms with it (three runs), 4.0 ms with
+-- these columns, and 3.9-4.2 ms with no outbox row at all; a column only
+-- copies the value. data keeps {"old": ...} for an update ({} for a
 -- creation), rid the request id. Rows written before this migration have
 -- NULL email and keep everything in data; the relay reads both.
 ALTER TABLE contact_outbox
