@@ -100,7 +100,7 @@ type Resources struct {
 // of up to MaxWait of added latency when traffic is light. Zero fetches as
 // soon as one record is there. FetchMaxWait, when set, replaces the
 // runner's MaxWait for this stage: with FetchMinBytes it bounds the added
-// latency (BatchWait: a stage that reads a busy topic for a few of its
+// latency (BusyFetchWait: a stage that reads a busy topic for a few of its
 // types, fetching a batch at a time instead of after every produce).
 //
 // UncheckedPayload is for a stage whose Handle parses env.Payload with a
