@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"sendstream/pipeline"
 	"sendstream/schemas"
 )
 
@@ -117,56 +118,31 @@ func encodeBody(res Result) []byte {
 	return b
 }
 
-// publish sends msgs plus an optional request-log record with one Publish
-// per topic, the topics in parallel, and returns the first error.
+// publish sends msgs plus an optional request-log record, grouped by topic,
+// in one pipeline.PublishBatches call, and returns the first error.
 func (s *Server) publish(ctx context.Context, msgs []Message, logEnv *schemas.Envelope) error {
 	if len(msgs) == 0 && logEnv != nil { // the common case of a read-only call
 		return s.deps.Publisher.Publish(ctx, schemas.TopicRequestLog, *logEnv)
 	}
-	type group struct {
-		topic string
-		envs  []schemas.Envelope
-	}
-	var groups []group
-	for _, m := range msgs {
+	var arr [2]pipeline.Batch // the usual call: its topic and the request log
+	batches := arr[:0]
+	add := func(topic string, env schemas.Envelope) {
 		i := 0
-		for i < len(groups) && groups[i].topic != m.Topic {
+		for i < len(batches) && batches[i].Topic != topic {
 			i++
 		}
-		if i == len(groups) {
-			groups = append(groups, group{topic: m.Topic})
+		if i == len(batches) {
+			batches = append(batches, pipeline.Batch{Topic: topic})
 		}
-		groups[i].envs = append(groups[i].envs, m.Env)
+		batches[i].Envs = append(batches[i].Envs, env)
+	}
+	for _, m := range msgs {
+		add(m.Topic, m.Env)
 	}
 	if logEnv != nil {
-		i := 0
-		for i < len(groups) && groups[i].topic != schemas.TopicRequestLog {
-			i++
-		}
-		if i == len(groups) {
-			groups = append(groups, group{topic: schemas.TopicRequestLog})
-		}
-		groups[i].envs = append(groups[i].envs, *logEnv)
+		add(schemas.TopicRequestLog, *logEnv)
 	}
-	switch len(groups) {
-	case 0:
-		return nil
-	case 1:
-		return s.deps.Publisher.Publish(ctx, groups[0].topic, groups[0].envs...)
-	}
-	// Several topics: wait for all acknowledgements at once rather than one
-	// after another (only calls that publish to two or more topics get here).
-	errs := make(chan error, len(groups)-1)
-	for _, g := range groups[1:] {
-		go func() { errs <- s.deps.Publisher.Publish(ctx, g.topic, g.envs...) }()
-	}
-	err := s.deps.Publisher.Publish(ctx, groups[0].topic, groups[0].envs...)
-	for range groups[1:] {
-		if e := <-errs; err == nil {
-			err = e
-		}
-	}
-	return err
+	return pipeline.PublishBatches(ctx, s.deps.Publisher, batches...)
 }
 
 // logEnvelope builds the request-log record of a call: bodies redacted,

@@ -157,10 +157,14 @@ func (s *stageRunner) complete(ctx context.Context, cl *kgo.Client, b *batch) er
 			return fmt.Errorf("flush: %w", err)
 		}
 	}
-	for _, t := range b.topics {
-		if err := s.publish(ctx, t, b.outputs[t]); err != nil {
+	if len(b.topics) > 0 {
+		batches := make([]Batch, len(b.topics))
+		for i, t := range b.topics {
+			batches[i] = Batch{Topic: t, Envs: b.outputs[t]}
+		}
+		if err := s.publish(ctx, batches...); err != nil {
 			b.reset()
-			return fmt.Errorf("publish outputs to %s: %w", t, err)
+			return fmt.Errorf("publish outputs: %w", err)
 		}
 	}
 	offsets := make(map[int32]kgo.EpochOffset, len(b.last))

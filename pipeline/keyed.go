@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"sendstream/schemas"
 )
 
 // This file holds the loop of a stage with Concurrency > 1: Handle runs for
@@ -245,22 +243,25 @@ func (s *stageRunner) enqueue(st *keyedState, f fetched) {
 	}
 }
 
-// publishOutputs publishes one envelope's outputs, one call per topic in
-// first-use order.
+// publishOutputs publishes one envelope's outputs in one call, grouped by
+// topic (each topic's in the order Handle returned them).
 func (s *stageRunner) publishOutputs(ctx context.Context, outs []output) error {
-	for i := 0; i < len(outs); {
-		j := i + 1
-		for j < len(outs) && outs[j].topic == outs[i].topic {
-			j++
+	if len(outs) == 0 {
+		return nil
+	}
+	var batches []Batch
+	for _, o := range outs {
+		i := 0
+		for i < len(batches) && batches[i].Topic != o.topic {
+			i++
 		}
-		envs := make([]schemas.Envelope, j-i)
-		for k := range envs {
-			envs[k] = outs[i+k].env
+		if i == len(batches) {
+			batches = append(batches, Batch{Topic: o.topic})
 		}
-		if err := s.publish(ctx, outs[i].topic, envs); err != nil {
-			return fmt.Errorf("publish outputs to %s: %w", outs[i].topic, err)
-		}
-		i = j
+		batches[i].Envs = append(batches[i].Envs, o.env)
+	}
+	if err := s.publish(ctx, batches...); err != nil {
+		return fmt.Errorf("publish outputs: %w", err)
 	}
 	return nil
 }

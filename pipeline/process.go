@@ -183,17 +183,19 @@ func (s *stageRunner) deadLetter(ctx context.Context, m message, env *schemas.En
 	}
 	out.Payload = payload
 	s.log.Error("dead-lettering envelope", "id", out.CausationID, "offset", m.Offset, "partition", m.Partition, "attempts", attempts, "err", cause)
-	if err := s.publish(ctx, schemas.TopicDeadLetter, []schemas.Envelope{out}); err != nil {
+	if err := s.publish(ctx, Batch{Topic: schemas.TopicDeadLetter, Envs: []schemas.Envelope{out}}); err != nil {
 		return fmt.Errorf("dead-letter %s: %w", out.ID, err)
 	}
 	s.deadLettered.Inc()
 	return nil
 }
 
-// publish publishes envs, retrying retryable failures with backoff.
-func (s *stageRunner) publish(ctx context.Context, topic string, envs []schemas.Envelope) error {
+// publish publishes batches in one call, retrying retryable failures with
+// backoff (a retry publishes every batch again; consumers deduplicate by
+// envelope id).
+func (s *stageRunner) publish(ctx context.Context, batches ...Batch) error {
 	for retries := 0; ; retries++ {
-		err := s.cfg.Resources.Publisher.Publish(ctx, topic, envs...)
+		err := PublishBatches(ctx, s.cfg.Resources.Publisher, batches...)
 		if err == nil {
 			return nil
 		}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,69 +31,49 @@ const typeHeader = "type"
 // envelopes may still be written then). Encoding errors and oversized
 // envelopes are Permanent. Safe for concurrent use.
 func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.Envelope) error {
-	if len(envs) == 0 {
+	return p.PublishBatches(ctx, Batch{Topic: topic, Envs: envs})
+}
+
+// PublishBatches is Publish for several topics at once: every record joins
+// the same group-commit round and the call waits once for all the
+// acknowledgements. Nothing is queued when an envelope cannot be encoded.
+func (p *Producer) PublishBatches(ctx context.Context, batches ...Batch) error {
+	n := 0
+	for _, b := range batches {
+		n += len(b.Envs)
+	}
+	if n == 0 {
 		return nil
 	}
 	start := time.Now()
-	name := p.cfg.TopicPrefix + topic
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("publish %s: %w", name, err)
+		return fmt.Errorf("publish %s: %w", p.names(batches), err)
 	}
-	c := newCall(len(envs))
+	c := newCall(n)
 	recs, hdrs := c.recs[:], c.hdrs[:]
-	if len(envs) > len(recs) {
-		recs, hdrs = make([]kgo.Record, len(envs)), make([]kgo.RecordHeader, len(envs))
+	if n > len(recs) {
+		recs, hdrs = make([]kgo.Record, n), make([]kgo.RecordHeader, n)
 	}
 	// One buffer holds every encoded value and key of this call: sized for
 	// the usual envelope, it grows (and earlier values keep the old array)
 	// when needed. It goes back to the pool once every record is answered
 	// (nothing refers to it then), not when ctx ends first.
-	bp := getPublishBuf(len(envs) * envelopeSizeHint)
-	buf := (*bp)[:0]
-	for i := range envs {
-		start := len(buf)
-		var err error
-		buf, err = schemas.AppendEnvelope(buf, &envs[i])
-		if err != nil {
-			c.release()
-			return Permanent(fmt.Errorf("publish %s: encode envelope %s: %w", name, envs[i].ID, err))
+	bp := getPublishBuf(n * envelopeSizeHint)
+	buf, i := (*bp)[:0], 0
+	for _, b := range batches {
+		name := p.cfg.TopicPrefix + b.Topic
+		for j := range b.Envs {
+			var err error
+			if buf, err = p.appendRecord(buf, name, &b.Envs[j], &recs[i], hdrs[i:i+1:i+1]); err != nil {
+				c.release()
+				return err
+			}
+			i++
 		}
-		v := buf[start:len(buf):len(buf)]
-		if len(v) > p.cfg.MaxEnvelopeBytes {
-			c.release()
-			return Permanent(fmt.Errorf("publish %s: envelope %s is %d bytes, over the %d limit", name, envs[i].ID, len(v), p.cfg.MaxEnvelopeBytes))
-		}
-		key := envs[i].Key
-		if key == "" {
-			key = envs[i].ID
-		}
-		ks := len(buf)
-		buf = append(buf, key...)
-		hdrs[i] = kgo.RecordHeader{Key: typeHeader, Value: []byte(envs[i].Type)}
-		recs[i] = kgo.Record{Topic: name, Key: buf[ks:len(buf):len(buf)], Value: v, Headers: hdrs[i : i+1 : i+1]}
 	}
-	// Held shared while queueing, so Close (exclusive) sees every record
-	// queued.
-	p.closeMu.RLock()
-	if p.closed {
-		p.closeMu.RUnlock()
-		c.release()
-		return ErrProducerClosed
-	}
-	if err := p.autoCreate(ctx, name); err != nil {
-		p.closeMu.RUnlock()
+	if err := p.enqueue(ctx, batches, recs[:n], c); err != nil {
 		c.release()
 		return err
-	}
-	p.qmu.Lock()
-	for i := range envs {
-		p.queue = append(p.queue, queuedRecord{rec: &recs[i], promise: c.promise})
-	}
-	p.qmu.Unlock()
-	p.closeMu.RUnlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
 	}
 	select {
 	case <-c.done:
@@ -101,15 +82,76 @@ func (p *Producer) Publish(ctx context.Context, topic string, envs ...schemas.En
 		err := c.err
 		c.release()
 		if err != nil {
-			p.m.errors.Add(float64(len(envs)))
-			return fmt.Errorf("publish %s: %w", name, err)
+			p.m.errors.Add(float64(n))
+			return err
 		}
-		p.m.messages.Add(float64(len(envs)))
+		p.m.messages.Add(float64(n))
 		p.m.ack.Observe(time.Since(start).Seconds())
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("publish %s: waiting for ack: %w", name, ctx.Err())
+		return fmt.Errorf("publish %s: waiting for ack: %w", p.names(batches), ctx.Err())
 	}
+}
+
+// appendRecord encodes env onto buf and points rec (and its type header
+// hdr, one header long) at the encoded value and key, for topic name.
+func (p *Producer) appendRecord(buf []byte, name string, env *schemas.Envelope, rec *kgo.Record, hdr []kgo.RecordHeader) ([]byte, error) {
+	start := len(buf)
+	buf, err := schemas.AppendEnvelope(buf, env)
+	if err != nil {
+		return buf, Permanent(fmt.Errorf("publish %s: encode envelope %s: %w", name, env.ID, err))
+	}
+	v := buf[start:len(buf):len(buf)]
+	if len(v) > p.cfg.MaxEnvelopeBytes {
+		return buf, Permanent(fmt.Errorf("publish %s: envelope %s is %d bytes, over the %d limit", name, env.ID, len(v), p.cfg.MaxEnvelopeBytes))
+	}
+	key := env.Key
+	if key == "" {
+		key = env.ID
+	}
+	ks := len(buf)
+	buf = append(buf, key...)
+	hdr[0] = kgo.RecordHeader{Key: typeHeader, Value: []byte(env.Type)}
+	*rec = kgo.Record{Topic: name, Key: buf[ks:len(buf):len(buf)], Value: v, Headers: hdr}
+	return buf, nil
+}
+
+// enqueue creates the batches' topics when needed and queues recs for the
+// flusher, each answering c, then wakes the flusher.
+func (p *Producer) enqueue(ctx context.Context, batches []Batch, recs []kgo.Record, c *call) error {
+	// Held shared while queueing, so Close (exclusive) sees every record
+	// queued.
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		return ErrProducerClosed
+	}
+	for _, b := range batches {
+		if len(b.Envs) > 0 {
+			if err := p.autoCreate(ctx, p.cfg.TopicPrefix+b.Topic); err != nil {
+				return err
+			}
+		}
+	}
+	p.qmu.Lock()
+	for i := range recs {
+		p.queue = append(p.queue, queuedRecord{rec: &recs[i], promise: c.promise})
+	}
+	p.qmu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// names lists the full topic names of batches, for errors.
+func (p *Producer) names(batches []Batch) string {
+	names := make([]string, 0, len(batches))
+	for _, b := range batches {
+		names = append(names, p.cfg.TopicPrefix+b.Topic)
+	}
+	return strings.Join(names, ",")
 }
 
 // call tracks one Publish: it completes when every record is acked or one
@@ -124,11 +166,13 @@ type call struct {
 	promise   func(*kgo.Record, error)
 }
 
-func (c *call) complete(_ *kgo.Record, err error) {
+func (c *call) complete(r *kgo.Record, err error) {
 	if err != nil {
 		c.errMu.Lock()
-		if c.err == nil {
-			c.err = err
+		if c.err == nil && r != nil {
+			c.err = fmt.Errorf("publish %s: %w", r.Topic, err)
+		} else if c.err == nil {
+			c.err = fmt.Errorf("publish: %w", err)
 		}
 		c.errMu.Unlock()
 	}

@@ -66,6 +66,45 @@ type Publisher interface {
 	Publish(ctx context.Context, topic string, envs ...schemas.Envelope) error
 }
 
+// Batch is envelopes bound for one topic: an argument of PublishBatches.
+type Batch struct {
+	Topic string
+	Envs  []schemas.Envelope
+}
+
+// BatchPublisher is a Publisher that also publishes to several topics in
+// one call and waits once for every acknowledgement. Producer is one.
+type BatchPublisher interface {
+	Publisher
+	PublishBatches(ctx context.Context, batches ...Batch) error
+}
+
+// PublishBatches publishes every batch through pub and returns once all are
+// acknowledged, or the first error. A BatchPublisher does it in one call;
+// any other Publisher gets one Publish per batch, concurrently.
+func PublishBatches(ctx context.Context, pub Publisher, batches ...Batch) error {
+	if bp, ok := pub.(BatchPublisher); ok {
+		return bp.PublishBatches(ctx, batches...)
+	}
+	switch len(batches) {
+	case 0:
+		return nil
+	case 1:
+		return pub.Publish(ctx, batches[0].Topic, batches[0].Envs...)
+	}
+	errs := make(chan error, len(batches)-1)
+	for _, b := range batches[1:] {
+		go func() { errs <- pub.Publish(ctx, b.Topic, b.Envs...) }()
+	}
+	err := pub.Publish(ctx, batches[0].Topic, batches[0].Envs...)
+	for range batches[1:] {
+		if e := <-errs; err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
 // Resources are the shared clients a stage may use. A stage takes only what it
 // needs in New; nil fields are not configured in this process.
 type Resources struct {
