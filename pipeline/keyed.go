@@ -149,6 +149,15 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 				stopping = true
 				continue
 			}
+			if f.skip {
+				// A type the stage does not handle has no effect: it is
+				// finished as it arrives, without a worker or its key's
+				// queue, and committed with the next batch (due).
+				if s.passOver(st, f) {
+					due.Reset(s.cfg.FlushInterval)
+				}
+				continue
+			}
 			s.enqueue(st, f)
 			dispatch()
 		case r := <-results:
@@ -214,23 +223,44 @@ func (s *stageRunner) consumeKeyed(ctx context.Context) error {
 	return errors.Join(failure, s.commitKeyed(finalCtx, cl, st))
 }
 
-// enqueue tracks f in its partition and queues it behind its key.
-func (s *stageRunner) enqueue(st *keyedState, f fetched) {
+// track returns the tracker of f's partition, a fresh one for its first
+// record or when the partition is read again from an earlier offset (after
+// a rebalance): acks of the old records no longer move its commit position,
+// and records of the old tracker still in flight leave st.tracked as they
+// finish.
+func (st *keyedState) track(f *fetched) *partAcks {
 	p := int32(f.m.Partition)
 	acks := st.parts[p]
 	if acks == nil || f.m.Offset <= acks.last() {
-		// First record of the partition, or the partition is read again
-		// from an earlier offset (after a rebalance): track it afresh;
-		// acks of the old records no longer move its commit position.
-		// Records of the old tracker still in flight leave st.tracked as
-		// they finish.
 		acks = newPartAcks()
 		st.parts[p] = acks
 	}
+	st.lag[p] = max(f.m.HighWaterMark-f.m.Offset-1, 0)
+	return acks
+}
+
+// passOver tracks f, a record the stage does not handle, as finished at
+// once and counts it among the envelopes finished since the last commit.
+// It reports whether it is the first of them (the caller starts the
+// commit timer then).
+func (s *stageRunner) passOver(st *keyedState, f fetched) bool {
+	acks := st.track(&f)
+	before := acks.pending()
+	if acks.ack(acks.add(f.m.Offset, f.m.LeaderEpoch)) {
+		st.moved = true
+	}
+	st.tracked += acks.pending() - before
+	first := st.handled == 0
+	st.handled++
+	return first
+}
+
+// enqueue tracks f in its partition and queues it behind its key.
+func (s *stageRunner) enqueue(st *keyedState, f fetched) {
+	acks := st.track(&f)
 	it := &keyedItem{f: f, key: itemKey(&f), part: acks}
 	it.seq = acks.add(f.m.Offset, f.m.LeaderEpoch)
 	st.tracked++
-	st.lag[p] = max(f.m.HighWaterMark-f.m.Offset-1, 0)
 	st.inFlight++
 	q := st.keys[it.key]
 	if q == nil {

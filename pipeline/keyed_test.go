@@ -261,3 +261,76 @@ func TestKeyedTrackerBoundPausesFetching(t *testing.T) {
 		t.Fatalf("after the release %d of %d envelopes handled", st.count(), keys*perKey)
 	}
 }
+
+// TestKeyedPassedOverRecordsNeverCommitPastOneInFlight: records of a type
+// the stage does not handle finish as they arrive (no worker, no key
+// queue), yet the commit position of their partition still stops at an
+// envelope in flight before them, here one blocked on the same key; after
+// its release the partition commits to its end and each kept envelope was
+// handled once, the passed-over ones never.
+func TestKeyedPassedOverRecordsNeverCommitPastOneInFlight(t *testing.T) {
+	prefix := "skip."
+	brokers := keyedCluster(t, prefix, "in", "out", schemas.TopicDeadLetter)
+	cl := kgoClient(t, brokers)
+
+	var envs []schemas.Envelope
+	add := func(id, typ string) {
+		env := keyedEnv("k0", len(envs))
+		env.ID, env.Type = id, typ
+		envs = append(envs, env)
+	}
+	add("k0-0", "test.other.v1")
+	add("k0-1", "test.kept.v1") // blocks
+	for i := 2; i < 60; i++ {
+		add(fmt.Sprintf("k0-%d", i), "test.other.v1")
+	}
+	add("k0-60", "test.kept.v1")
+	at := produceTyped(t, cl, prefix+"in", envs)
+	part, blockedAt, end := at["k0-1"].partition, at["k0-1"].offset, at["k0-60"].offset+1
+
+	st := &blockingStage{blockID: "k0-1", release: make(chan struct{}), blocked: make(chan struct{}),
+		order: map[string][]int{}, handled: map[string]bool{}}
+	reg := pipeline.Registered{
+		Name: "skip", Consumes: "in", Produces: []string{"out"}, Concurrency: 8, Types: []string{"test.kept.v1"},
+		Build: func(context.Context, pipeline.Resources) (pipeline.Stage, error) { return st, nil },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, keyedRunConfig(brokers, prefix, &recPublisher{}, reg)) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	select {
+	case <-st.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the blocked envelope was never handled")
+	}
+	// The record before it commits; nothing after it does while it is
+	// blocked, though every passed-over record behind it was read.
+	committed := func() int64 { return committedOffsets(t, cl, pipeline.GroupID("skip"), prefix+"in")[part] }
+	if !poll(5*time.Second, func() bool { return committed() == blockedAt }) {
+		t.Fatalf("committed %d on partition %d while k0-1 (offset %d) is blocked, want exactly %d", committed(), part, blockedAt, blockedAt)
+	}
+	for range 10 { // several commit intervals (100 ms)
+		time.Sleep(100 * time.Millisecond)
+		if c := committed(); c != blockedAt {
+			t.Fatalf("committed %d on partition %d past the blocked envelope at %d", c, part, blockedAt)
+		}
+	}
+	close(st.release)
+	if !poll(10*time.Second, func() bool { return committed() == end }) {
+		t.Fatalf("after the release committed %d, want the end %d", committed(), end)
+	}
+	if !poll(5*time.Second, func() bool { return st.count() == 2 }) {
+		t.Fatalf("handled %d envelopes, want the two kept ones", st.count())
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.handled["k0-1"] || !st.handled["k0-60"] || len(st.handled) != 2 {
+		t.Fatalf("handled %v, want k0-1 and k0-60 only", st.handled)
+	}
+}
