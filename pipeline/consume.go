@@ -128,6 +128,10 @@ func (s *stageRunner) startFetcher(ctx context.Context, cl *kgo.Client) (<-chan 
 		decode = schemas.DecodeEnvelopeUnchecked
 	}
 	want := typeSet(s.reg.Types)
+	ignore := func(*schemas.Envelope) bool { return false }
+	if ig, ok := s.stage.(Ignorer); ok {
+		ignore = ig.Ignores
+	}
 	go func() {
 		defer close(done)
 		for {
@@ -138,7 +142,7 @@ func (s *stageRunner) startFetcher(ctx context.Context, cl *kgo.Client) (<-chan 
 			for _, ft := range fs {
 				for _, t := range ft.Topics {
 					for _, part := range t.Partitions {
-						if !forward(ctx, ch, part, decode, want) {
+						if !forward(ctx, ch, part, decode, want, ignore) {
 							return
 						}
 					}
@@ -158,9 +162,10 @@ func (s *stageRunner) startFetcher(ctx context.Context, cl *kgo.Client) (<-chan 
 
 // forward decodes the records of part and sends them to ch in order; a
 // record whose type header is not in want (when want is not nil) is sent
-// undecoded, marked skip. It returns false when ctx ended first.
+// undecoded, marked skip, and so is one whose envelope ignore reports the
+// stage would do nothing with. It returns false when ctx ended first.
 func forward(ctx context.Context, ch chan<- fetched, part kgo.FetchPartition, decode func([]byte, *schemas.Envelope) error,
-	want map[string]struct{}) bool {
+	want map[string]struct{}, ignore func(*schemas.Envelope) bool) bool {
 	for _, r := range part.Records {
 		f := fetched{m: message{
 			Topic: r.Topic, Partition: int(r.Partition), Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
@@ -168,6 +173,7 @@ func forward(ctx context.Context, ch chan<- fetched, part kgo.FetchPartition, de
 		}}
 		if f.skip = !wanted(r.Headers, want); !f.skip {
 			f.decodeErr = decode(f.m.Value, &f.env)
+			f.skip = f.decodeErr == nil && ignore(&f.env)
 		}
 		select {
 		case ch <- f:

@@ -54,6 +54,16 @@ type Flusher interface {
 	Flush(ctx context.Context) error
 }
 
+// Ignorer is implemented by a stage that can tell at once, without waiting
+// on anything (a cached answer, never a query), that Handle would do
+// nothing with an envelope: no output and no effect. The runner then passes
+// over it as over a type the stage does not handle (Spec.Types): it is
+// finished as it is read. Ignores runs on the fetching goroutine,
+// concurrently with Handle; when in doubt it returns false.
+type Ignorer interface {
+	Ignores(env *schemas.Envelope) bool
+}
+
 // Closer is implemented by stages holding resources; the runner calls Close
 // once after the last Handle and Flush.
 type Closer interface {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,6 +55,61 @@ func TestRunTypesPassesOverOtherTypes(t *testing.T) {
 				if got := st.times(e.ID); got != want {
 					t.Errorf("%s (%s) handled %d times, want %d", e.ID, e.Type, got, want)
 				}
+			}
+		})
+	}
+}
+
+// ignoringRecorder is a recorder that, as a pipeline.Ignorer, ignores the
+// envelopes whose key is "skip".
+type ignoringRecorder struct {
+	*recorder
+	asked atomic.Int32
+}
+
+func (r *ignoringRecorder) Ignores(env *schemas.Envelope) bool {
+	r.asked.Add(1)
+	return env.Key == "skip"
+}
+
+// TestRunIgnorerPassesOverWhatItIgnores: the envelopes a stage's Ignores
+// reports it would do nothing with never reach Handle, yet count as
+// finished, so the committed offsets pass every record, in the serial loop
+// and in the keyed one; the others are handled once each.
+func TestRunIgnorerPassesOverWhatItIgnores(t *testing.T) {
+	for _, conc := range []int{0, 8} {
+		t.Run(fmt.Sprintf("concurrency %d", conc), func(t *testing.T) {
+			brokers, p := runnerCluster(t)
+			st := &ignoringRecorder{recorder: newRecorder()}
+			name := fmt.Sprintf("ignorer%d", conc)
+			reg := registered(name, st)
+			reg.Concurrency = conc
+			startRun(t, testRunConfig(brokers, p, reg))
+
+			envs := make([]schemas.Envelope, 120)
+			for i := range envs {
+				envs[i] = testEnv(fmt.Sprintf("key%d", i%3), i)
+				if i%3 != 0 {
+					envs[i].Key = "skip"
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := p.Publish(ctx, tIn, envs...); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "commits past every record", 15*time.Second, func() bool { return totalCommitted(t, brokers, name) == int64(len(envs)) })
+			for _, e := range envs {
+				want := 1
+				if e.Key == "skip" {
+					want = 0
+				}
+				if got := st.times(e.ID); got != want {
+					t.Errorf("%s (key %s) handled %d times, want %d", e.ID, e.Key, got, want)
+				}
+			}
+			if n := st.asked.Load(); n < int32(len(envs)) {
+				t.Errorf("Ignores asked %d times for %d envelopes", n, len(envs))
 			}
 		})
 	}

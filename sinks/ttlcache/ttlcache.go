@@ -57,6 +57,19 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Co
 	return v, nil
 }
 
+// Peek returns key's value when it was loaded less than the TTL ago,
+// without loading: ok is false otherwise.
+func (c *Cache[V]) Peek(key string) (v V, ok bool) {
+	now := c.Now()
+	c.mu.Lock()
+	e, found := c.m[key]
+	c.mu.Unlock()
+	if !found || now.Sub(e.at) >= c.ttl {
+		return v, false
+	}
+	return e.v, true
+}
+
 // Forget drops key's entry: the next Get loads it.
 func (c *Cache[V]) Forget(key string) {
 	c.mu.Lock()

@@ -46,3 +46,25 @@ func TestCache(t *testing.T) {
 		t.Fatalf("after a failed load: %d, want a new load", v)
 	}
 }
+
+// TestCachePeek: Peek answers only what Get loaded within the TTL, and
+// never loads.
+func TestCachePeek(t *testing.T) {
+	now := time.Unix(1_000, 0)
+	c := NewCache[int](time.Second)
+	c.Now = func() time.Time { return now }
+	if v, ok := c.Peek("k"); ok {
+		t.Fatalf("Peek before any Get: %d, true", v)
+	}
+	if _, err := c.Get(context.Background(), "k", func(context.Context) (int, error) { return 5, nil }); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(999 * time.Millisecond)
+	if v, ok := c.Peek("k"); !ok || v != 5 {
+		t.Fatalf("Peek within the TTL: %d, %v; want 5, true", v, ok)
+	}
+	now = now.Add(time.Millisecond)
+	if v, ok := c.Peek("k"); ok {
+		t.Fatalf("Peek at the TTL: %d, true; want nothing", v)
+	}
+}

@@ -113,6 +113,18 @@ func New(pg *pgxpool.Pool, store *journeys.Store) *Stage {
 	return &Stage{pg: pg, store: store, has: ttlcache.NewCache[bool](webhook.TargetTTL)}
 }
 
+// Ignores reports (pipeline.Ignorer) that Handle would return nothing for
+// env: a type it does not match, or a workspace the cache knows has no
+// journey (within the cache's TTL, as Handle would). Without a cached
+// answer it returns false and Handle asks Postgres.
+func (s *Stage) Ignores(env *schemas.Envelope) bool {
+	if env.Type != schemas.TypeEventMatched && env.Type != schemas.TypeContactJoinedList {
+		return true
+	}
+	has, ok := s.has.Peek(env.Workspace)
+	return ok && !has
+}
+
 // Handle converts and starts executions for a matched event or a list
 // join and returns what to publish; other types return nothing. A
 // malformed envelope is a pipeline.Permanent error; a Postgres error is

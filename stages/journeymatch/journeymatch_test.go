@@ -432,3 +432,39 @@ func TestLifecycleAnnounces(t *testing.T) {
 		t.Errorf("JOURNEY_COMPLETED from an envelope with the email %+v", d)
 	}
 }
+
+// TestIgnoresWorkspacesKnownToHaveNoJourney: the stage ignores other types
+// at once, and a matched event or list join only once it has looked the
+// workspace up and found no journey; a workspace with one is never
+// ignored.
+func TestIgnoresWorkspacesKnownToHaveNoJourney(t *testing.T) {
+	f := newFixture(t)
+	c := f.contact(t)
+	if !f.stage.Ignores(&schemas.Envelope{Workspace: f.ws, Type: schemas.TypeContactCreated}) {
+		t.Fatal("a contact change is not ignored")
+	}
+	env := f.matched(t, schemas.EventPayload{Event: "signed.up", ContactID: c})
+	if f.stage.Ignores(&env) {
+		t.Fatal("ignored before the workspace was looked up")
+	}
+	if out := f.handle(t, env); len(out) != 0 {
+		t.Fatalf("a workspace without journeys returned %s", ids(out))
+	}
+	if !f.stage.Ignores(&env) {
+		t.Fatal("not ignored once the workspace is known to have no journey")
+	}
+	joined := f.joined(t, c, f.lists[0], "api")
+	if !f.stage.Ignores(&joined) {
+		t.Fatal("a list join of that workspace is not ignored")
+	}
+
+	g := newFixture(t)
+	g.journey(t, `{"name":"Signup","status":"active","reentry":"once","trigger":{"type":"event","event":"signed.up"},`+steps+`}`)
+	genv := g.matched(t, schemas.EventPayload{Event: "signed.up", ContactID: g.contact(t)})
+	if out := g.handle(t, genv); len(out) != 1 {
+		t.Fatalf("the journey did not start: %s", ids(out))
+	}
+	if g.stage.Ignores(&genv) {
+		t.Fatal("a workspace with a journey is ignored")
+	}
+}

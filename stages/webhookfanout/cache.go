@@ -33,3 +33,9 @@ func (c *cachedSource) Matching(ctx context.Context, ws, event string) ([]webhoo
 		return c.src.Matching(ctx, ws, event)
 	})
 }
+
+// Peek returns the cached targets of ws for event, without a lookup; ok is
+// false when none were looked up within the TTL.
+func (c *cachedSource) Peek(ws, event string) (hooks []webhook.Hook, ok bool) {
+	return c.cache.Peek(ws + "\x00" + event)
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"sendstream/schemas"
 	"sendstream/sinks/webhook"
 )
 
@@ -58,5 +59,46 @@ func TestCachedSourceReusesWithinTTL(t *testing.T) {
 	c.Matching(ctx, "ws1", "CONTACT_CREATED") //nolint:errcheck
 	if src.calls != 6 {
 		t.Fatalf("%d queries, want 6: a failed lookup is not cached", src.calls)
+	}
+}
+
+// TestIgnoresOnlyWhatTheCacheRulesOut: Ignores says yes for a type that is
+// not fanned out, and for a fanned-out one only once every source's cache
+// holds no target for the workspace and event; without a cached answer
+// (never looked up, or past the TTL) or with a target it says no.
+func TestIgnoresOnlyWhatTheCacheRulesOut(t *testing.T) {
+	none, some := &countingSource{}, &countingSource{}
+	a, b := cached(none, time.Second), cached(some, time.Second)
+	now := time.Unix(1000, 0)
+	a.cache.Now = func() time.Time { return now }
+	b.cache.Now = a.cache.Now
+	s := New(map[string]string{"contact.created.v1": "CONTACT_CREATED"}, a, b)
+	env := &schemas.Envelope{ID: "e1", Workspace: "ws1", Type: "contact.created.v1", Payload: []byte(`{"contactId":"c1"}`)}
+
+	if s.Ignores(&schemas.Envelope{Workspace: "ws1", Type: "contact.deleted.v1"}) != true {
+		t.Fatal("a type the stage does not fan out is not ignored")
+	}
+	if s.Ignores(env) {
+		t.Fatal("ignored before any lookup")
+	}
+	if out, err := s.Handle(context.Background(), *env); err != nil || len(out) != 0 {
+		t.Fatalf("Handle without targets: %v %v", out, err)
+	}
+	if !s.Ignores(env) {
+		t.Fatal("not ignored once both caches hold no target")
+	}
+	if s.Ignores(&schemas.Envelope{Workspace: "ws2", Type: env.Type}) {
+		t.Fatal("another workspace is ignored on the first one's answer")
+	}
+	now = now.Add(time.Second)
+	if s.Ignores(env) {
+		t.Fatal("ignored after the TTL")
+	}
+	some.hooks = []webhook.Hook{{ID: "h1", URL: "https://example.test/hook"}}
+	if _, err := s.Handle(context.Background(), *env); err != nil {
+		t.Fatal(err)
+	}
+	if s.Ignores(env) {
+		t.Fatal("ignored while a source has a target")
 	}
 }

@@ -88,7 +88,7 @@ func register(name, topic string, events map[string]string) {
 	})
 }
 
-// Stage is a fan-out stage. Handle is safe for concurrent use.
+// Stage is a fan-out stage. Handle and Ignores are safe for concurrent use.
 type Stage struct {
 	events  map[string]string
 	sources []Source
@@ -99,6 +99,32 @@ type Stage struct {
 // in sources.
 func New(events map[string]string, sources ...Source) *Stage {
 	return &Stage{events: events, sources: sources}
+}
+
+// peeker is a Source that can answer from a cache without a lookup.
+type peeker interface {
+	Peek(ws, event string) (hooks []webhook.Hook, ok bool)
+}
+
+// Ignores reports (pipeline.Ignorer) that Handle would return nothing for
+// env: its type is not fanned out, or every source's cache says no target
+// wants its event (within the targets' TTL, as Handle would). Without a
+// cached answer it returns false and Handle looks the targets up.
+func (s *Stage) Ignores(env *schemas.Envelope) bool {
+	name, ok := s.events[env.Type]
+	if !ok {
+		return true
+	}
+	for _, src := range s.sources {
+		p, ok := src.(peeker)
+		if !ok {
+			return false
+		}
+		if hooks, ok := p.Peek(env.Workspace, name); !ok || len(hooks) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Handle returns one delivery per target that wants env's public event,
