@@ -168,21 +168,25 @@ func (d *outboxDeleter) loop(ctx context.Context) {
 			d.drain()
 			return
 		}
-		// Wait a little for more: one DELETE for many requests costs
-		// Postgres less than one per statement batch.
+		// Wait a little for more, then take everything queued at once: one
+		// DELETE for many requests costs Postgres less than one per
+		// statement batch, and sleeping through the window costs one
+		// wake-up where receiving each id as it comes cost one per id.
 		window := time.NewTimer(deleteWindow)
-	collect:
+		select {
+		case <-window.C:
+		case <-ctx.Done():
+			window.Stop()
+		}
+	take:
 		for len(batch) < cap(batch) {
 			select {
 			case id := <-d.ids:
 				batch = append(batch, id)
-			case <-window.C:
-				break collect
-			case <-ctx.Done():
-				break collect
+			default:
+				break take
 			}
 		}
-		window.Stop()
 		d.delete(context.Background(), batch)
 	}
 }
