@@ -64,8 +64,8 @@ type produced struct {
 	offset    int64
 }
 
-// produceEnvs publishes envs to topic, keyed by env.Key, and returns where
-// each landed by id.
+// produceEnvs publishes envs to topic, keyed by env.Key with a "type"
+// header, and returns where each landed by id.
 func produceEnvs(t testing.TB, cl *kgo.Client, topic string, envs []schemas.Envelope) map[string]produced {
 	t.Helper()
 	recs := make([]*kgo.Record, len(envs))
@@ -74,7 +74,8 @@ func produceEnvs(t testing.TB, cl *kgo.Client, topic string, envs []schemas.Enve
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs[i] = &kgo.Record{Topic: topic, Key: []byte(env.Key), Value: v}
+		recs[i] = &kgo.Record{Topic: topic, Key: []byte(env.Key), Value: v,
+			Headers: []kgo.RecordHeader{{Key: "type", Value: []byte(env.Type)}}} // as Producer.Publish sets it
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -188,34 +189,4 @@ func poll(d time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// produceTyped is produceEnvs with each record's "type" header set to its
-// envelope's type, as Producer.Publish sets it.
-func produceTyped(t testing.TB, cl *kgo.Client, topic string, envs []schemas.Envelope) map[string]produced {
-	t.Helper()
-	recs := make([]*kgo.Record, len(envs))
-	for i, env := range envs {
-		v, err := json.Marshal(env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs[i] = &kgo.Record{Topic: topic, Key: []byte(env.Key), Value: v,
-			Headers: []kgo.RecordHeader{{Key: "type", Value: []byte(env.Type)}}}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res := cl.ProduceSync(ctx, recs...)
-	if err := res.FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	idOf := make(map[*kgo.Record]string, len(envs)) // res is in ack order
-	for i, r := range recs {
-		idOf[r] = envs[i].ID
-	}
-	at := make(map[string]produced, len(envs))
-	for _, r := range res {
-		at[idOf[r.Record]] = produced{r.Record.Partition, r.Record.Offset}
-	}
-	return at
 }

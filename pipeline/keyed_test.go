@@ -285,7 +285,7 @@ func TestKeyedPassedOverRecordsNeverCommitPastOneInFlight(t *testing.T) {
 		add(fmt.Sprintf("k0-%d", i), "test.other.v1")
 	}
 	add("k0-60", "test.kept.v1")
-	at := produceTyped(t, cl, prefix+"in", envs)
+	at := produceEnvs(t, cl, prefix+"in", envs)
 	part, blockedAt, end := at["k0-1"].partition, at["k0-1"].offset, at["k0-60"].offset+1
 
 	st := &blockingStage{blockID: "k0-1", release: make(chan struct{}), blocked: make(chan struct{}),

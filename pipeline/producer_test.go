@@ -173,7 +173,8 @@ func TestEnsureTopics(t *testing.T) {
 
 // partitionCount returns the number of partitions of topic, 0 when it
 // does not exist.
-func partitionCount(t testing.TB, brokers []string, topic string) int {
+// withAdmin calls fn with an admin client of brokers and a 10 s context.
+func withAdmin(t testing.TB, brokers []string, fn func(ctx context.Context, adm *kadm.Client)) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -182,7 +183,14 @@ func partitionCount(t testing.TB, brokers []string, topic string) int {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	fn(ctx, kadm.NewClient(cl))
+}
+
+func partitionCount(t testing.TB, brokers []string, topic string) int {
+	t.Helper()
+	var md kadm.Metadata
+	var err error
+	withAdmin(t, brokers, func(ctx context.Context, adm *kadm.Client) { md, err = adm.Metadata(ctx, topic) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/schemas"
 )
@@ -125,14 +124,9 @@ func TestPublishBatchesFallsBackToPublish(t *testing.T) {
 // endOffset is the sum of topic's partitions' end offsets.
 func endOffset(t testing.TB, brokers []string, topic string) int64 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	var offs kadm.ListedOffsets
+	var err error
+	withAdmin(t, brokers, func(ctx context.Context, adm *kadm.Client) { offs, err = adm.ListEndOffsets(ctx, topic) })
 	if err != nil {
 		t.Fatal(err)
 	}
