@@ -126,21 +126,11 @@ func (s *Server) publish(ctx context.Context, msgs []Message, logEnv *schemas.En
 	}
 	var arr [2]pipeline.Batch // the usual call: its topic and the request log
 	batches := arr[:0]
-	add := func(topic string, env schemas.Envelope) {
-		i := 0
-		for i < len(batches) && batches[i].Topic != topic {
-			i++
-		}
-		if i == len(batches) {
-			batches = append(batches, pipeline.Batch{Topic: topic})
-		}
-		batches[i].Envs = append(batches[i].Envs, env)
-	}
 	for _, m := range msgs {
-		add(m.Topic, m.Env)
+		batches = pipeline.AddToBatch(batches, m.Topic, m.Env)
 	}
 	if logEnv != nil {
-		add(schemas.TopicRequestLog, *logEnv)
+		batches = pipeline.AddToBatch(batches, schemas.TopicRequestLog, *logEnv)
 	}
 	return pipeline.PublishBatches(ctx, s.deps.Publisher, batches...)
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"sendstream/schemas"
 )
 
 // This file holds the loop of a stage with Concurrency 0 or 1: envelopes
@@ -22,8 +20,7 @@ type batch struct {
 	due     *time.Timer     // fires FlushInterval after the batch's first envelope
 	last    map[int]message // last handled message per partition
 	lag     map[int]int64
-	outputs map[string][]schemas.Envelope
-	topics  []string // output topics in first-use order
+	outputs []Batch  // by topic, in first-use order
 	scratch []output // one envelope's outputs, reused
 }
 
@@ -31,8 +28,8 @@ func (b *batch) reset() {
 	b.n, b.bytes = 0, 0
 	b.due.Stop()
 	clear(b.last)
-	clear(b.outputs)
-	b.topics = b.topics[:0]
+	clear(b.outputs) // let the envelopes go; the slots are reused
+	b.outputs = b.outputs[:0]
 }
 
 // consume runs one reader until ctx ends (returns nil after draining) or a
@@ -47,7 +44,7 @@ func (s *stageRunner) consume(ctx context.Context) error {
 
 	// The batch's deadline is one timer armed by its first envelope, not a
 	// clock read and a reset per envelope.
-	b := &batch{last: map[int]message{}, lag: map[int]int64{}, outputs: map[string][]schemas.Envelope{},
+	b := &batch{last: map[int]message{}, lag: map[int]int64{},
 		due: time.NewTimer(time.Hour)}
 	b.due.Stop()
 	defer b.due.Stop()
@@ -125,10 +122,7 @@ func (s *stageRunner) handle(ctx, workCtx context.Context, b *batch, f *fetched)
 		return err
 	}
 	for _, o := range outs {
-		if _, ok := b.outputs[o.topic]; !ok {
-			b.topics = append(b.topics, o.topic)
-		}
-		b.outputs[o.topic] = append(b.outputs[o.topic], o.env)
+		b.outputs = AddToBatch(b.outputs, o.topic, o.env)
 	}
 	s.done(b, f.m)
 	return nil
@@ -157,12 +151,8 @@ func (s *stageRunner) complete(ctx context.Context, cl *kgo.Client, b *batch) er
 			return fmt.Errorf("flush: %w", err)
 		}
 	}
-	if len(b.topics) > 0 {
-		batches := make([]Batch, len(b.topics))
-		for i, t := range b.topics {
-			batches[i] = Batch{Topic: t, Envs: b.outputs[t]}
-		}
-		if err := s.publish(ctx, batches...); err != nil {
+	if len(b.outputs) > 0 {
+		if err := s.publish(ctx, b.outputs...); err != nil {
 			b.reset()
 			return fmt.Errorf("publish outputs: %w", err)
 		}

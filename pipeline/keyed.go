@@ -281,14 +281,7 @@ func (s *stageRunner) publishOutputs(ctx context.Context, outs []output) error {
 	}
 	var batches []Batch
 	for _, o := range outs {
-		i := 0
-		for i < len(batches) && batches[i].Topic != o.topic {
-			i++
-		}
-		if i == len(batches) {
-			batches = append(batches, Batch{Topic: o.topic})
-		}
-		batches[i].Envs = append(batches[i].Envs, o.env)
+		batches = AddToBatch(batches, o.topic, o.env)
 	}
 	if err := s.publish(ctx, batches...); err != nil {
 		return fmt.Errorf("publish outputs: %w", err)

@@ -134,3 +134,23 @@ func endOffset(t testing.TB, brokers []string, topic string) int64 {
 	offs.Each(func(o kadm.ListedOffset) { n += o.Offset })
 	return n
 }
+
+// TestAddToBatchGroupsByTopic: envelopes land in their topic's batch, the
+// topics in first-use order and each topic's envelopes in the order added.
+func TestAddToBatchGroupsByTopic(t *testing.T) {
+	var bs []Batch
+	for i, topic := range []string{"a", "b", "a", "c", "b", "a"} {
+		bs = AddToBatch(bs, topic, testEnv("k", i))
+	}
+	got := ""
+	for _, b := range bs {
+		got += b.Topic + ":"
+		for _, e := range b.Envs {
+			got += e.ID + ","
+		}
+		got += " "
+	}
+	if want := "a:k-0,k-2,k-5, b:k-1,k-4, c:k-3, "; got != want {
+		t.Fatalf("batches %q, want %q", got, want)
+	}
+}

@@ -82,6 +82,22 @@ type Batch struct {
 	Envs  []schemas.Envelope
 }
 
+// AddToBatch appends env to the batch of topic in batches, adding that
+// batch at the end when there is none yet, and returns batches: envelopes
+// grouped by topic, topics in first-use order, each topic's envelopes in
+// the order they were added.
+func AddToBatch(batches []Batch, topic string, env schemas.Envelope) []Batch {
+	i := 0
+	for i < len(batches) && batches[i].Topic != topic {
+		i++
+	}
+	if i == len(batches) {
+		batches = append(batches, Batch{Topic: topic})
+	}
+	batches[i].Envs = append(batches[i].Envs, env)
+	return batches
+}
+
 // BatchPublisher is a Publisher that also publishes to several topics in
 // one call and waits once for every acknowledgement. Producer is one.
 type BatchPublisher interface {

@@ -38,11 +38,8 @@ func NewCache[V any](ttl time.Duration) *Cache[V] {
 // the TTL ago, else from load (kept when load succeeds).
 func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Context) (V, error)) (V, error) {
 	now := c.Now()
-	c.mu.Lock()
-	e, ok := c.m[key]
-	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.ttl {
-		return e.v, nil
+	if v, ok := c.fresh(key, now); ok {
+		return v, nil
 	}
 	v, err := load(ctx)
 	if err != nil {
@@ -60,7 +57,11 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(ctx context.Co
 // Peek returns key's value when it was loaded less than the TTL ago,
 // without loading: ok is false otherwise.
 func (c *Cache[V]) Peek(key string) (v V, ok bool) {
-	now := c.Now()
+	return c.fresh(key, c.Now())
+}
+
+// fresh returns key's value when it was loaded less than the TTL before now.
+func (c *Cache[V]) fresh(key string, now time.Time) (v V, ok bool) {
 	c.mu.Lock()
 	e, found := c.m[key]
 	c.mu.Unlock()
