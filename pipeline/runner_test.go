@@ -114,7 +114,8 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 }
 
 // committed returns the group's committed offset per partition of topic
-// (-1 when none).
+// (-1 when none; empty while the group has not joined, as the broker then
+// answers GROUP_ID_NOT_FOUND).
 func committed(t *testing.T, brokers []string, stage, topic string) map[int]int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
@@ -133,10 +134,13 @@ func committed(t *testing.T, brokers []string, stage, topic string) map[int]int6
 	if err == nil {
 		err = kerr.ErrorForCode(res.ErrorCode)
 	}
+	out := map[int]int64{}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return out
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[int]int64{}
 	for _, tp := range res.Topics {
 		for _, p := range tp.Partitions {
 			out[int(p.Partition)] = p.Offset
