@@ -171,8 +171,6 @@ func TestEnsureTopics(t *testing.T) {
 	}
 }
 
-// partitionCount returns the number of partitions of topic, 0 when it
-// does not exist.
 // withAdmin calls fn with an admin client of brokers and a 10 s context.
 func withAdmin(t testing.TB, brokers []string, fn func(ctx context.Context, adm *kadm.Client)) {
 	t.Helper()
@@ -186,6 +184,8 @@ func withAdmin(t testing.TB, brokers []string, fn func(ctx context.Context, adm 
 	fn(ctx, kadm.NewClient(cl))
 }
 
+// partitionCount returns the number of partitions of topic, 0 when it
+// does not exist.
 func partitionCount(t testing.TB, brokers []string, topic string) int {
 	t.Helper()
 	var md kadm.Metadata
@@ -203,14 +203,9 @@ func partitionCount(t testing.TB, brokers []string, topic string) int {
 // topicConfigOf returns the value of one config of topic.
 func topicConfigOf(t testing.TB, brokers []string, topic, name string) string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, topic)
+	var rcs kadm.ResourceConfigs
+	var err error
+	withAdmin(t, brokers, func(ctx context.Context, adm *kadm.Client) { rcs, err = adm.DescribeTopicConfigs(ctx, topic) })
 	if err != nil {
 		t.Fatal(err)
 	}
