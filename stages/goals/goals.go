@@ -10,7 +10,11 @@
 //     topic, and for a goal GOAL_RECORDED (webhook.goal_recorded.v1) too;
 //   - publishes the "event name matched" hand-off
 //     (contact.event_matched.v1) to the contacts topic, which journey
-//     matching consumes to start journeys listening for the name.
+//     matching consumes to start journeys listening for the name, when
+//     the workspace has a journey that is not archived (asked once per
+//     webhook.TargetTTL, the window journey matching itself answers
+//     from): most workspaces have none, and the hand-off doubled what
+//     each of their events cost the broker.
 //
 // Events without a contact have no effect here.
 //
@@ -38,6 +42,9 @@ import (
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/breaker"
+	"sendstream/sinks/journeys"
+	"sendstream/sinks/ttlcache"
+	"sendstream/sinks/webhook"
 )
 
 // Name is the stage's registered name (and so its consumer group's).
@@ -101,6 +108,12 @@ func (c *Config) defaults() {
 type Stage struct {
 	pg      *pgxpool.Pool
 	breaker *breaker.Breaker
+	// journeys answers whether a workspace has a journey that is not
+	// archived; hasJourneys caches it per workspace for
+	// webhook.TargetTTL (journey matching's own cache, so a journey
+	// created or activated starts matching within the same time).
+	journeys    *journeys.Store
+	hasJourneys *ttlcache.Cache[bool]
 
 	mu   sync.Mutex
 	buf  cols
@@ -145,6 +158,7 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 	runCtx, stop := context.WithCancel(context.Background())
 	s := &Stage{
 		pg: r.Postgres, breaker: cfg.Breaker.New("postgres_goals"), seen: map[string]struct{}{},
+		journeys: journeys.NewStore(r.Postgres, nil), hasJourneys: ttlcache.NewCache[bool](webhook.TargetTTL),
 		log: log.With("stage", Name), stop: stop, done: make(chan struct{}),
 	}
 	go s.prune(runCtx, cfg)
@@ -188,11 +202,12 @@ func (s *Stage) Close() error {
 }
 
 // Handle buffers a matched event.recorded.v1 envelope and returns its
-// EVENT_RECORDED webhook (and GOAL_RECORDED for a goal) and journey
-// hand-off envelopes (published by the
+// EVENT_RECORDED webhook (and GOAL_RECORDED for a goal) and, in a
+// workspace with journeys, journey hand-off envelopes (published by the
 // runner after Flush). Unmatched events and other types are ignored. A
-// malformed envelope is a pipeline.Permanent error.
-func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
+// malformed envelope is a pipeline.Permanent error; a failed journeys
+// lookup is returned for the runner to retry.
+func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
 	if env.Type != schemas.TypeEventRecorded {
 		return nil, nil
 	}
@@ -209,6 +224,12 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 	if p.Value != "" && !json.Valid([]byte(p.Value)) {
 		return nil, pipeline.Permanent(fmt.Errorf("goals: envelope %s: value %q is not a number", env.ID, p.Value))
 	}
+	handoff, err := s.hasJourneys.Get(ctx, env.Workspace, func(ctx context.Context) (bool, error) {
+		return s.journeys.HasJourneys(ctx, env.Workspace)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("goals: envelope %s: %w", env.ID, err)
+	}
 	s.mu.Lock()
 	if _, dup := s.seen[env.ID]; !dup {
 		s.seen[env.ID] = struct{}{}
@@ -221,11 +242,12 @@ func (s *Stage) Handle(_ context.Context, env schemas.Envelope) ([]schemas.Envel
 		b.at = append(b.at, p.OccurredAt.UTC())
 	}
 	s.mu.Unlock()
-	return outputs(env, &p), nil
+	return outputs(env, &p, handoff), nil
 }
 
-// outputs are the envelopes a matched event produces.
-func outputs(env schemas.Envelope, p *schemas.EventPayload) []schemas.Envelope {
+// outputs are the envelopes a matched event produces; handoff adds the
+// journey hand-off.
+func outputs(env schemas.Envelope, p *schemas.EventPayload, handoff bool) []schemas.Envelope {
 	key := env.Workspace + ":" + p.ContactID
 	data := schemas.AppendEventRecordedData(make([]byte, 0, 256+len(p.Properties)), &schemas.EventRecordedData{
 		EventID: env.ID, Event: p.Event, ContactID: p.ContactID, Email: p.Email, GoalType: p.GoalType,
@@ -235,17 +257,18 @@ func outputs(env schemas.Envelope, p *schemas.EventPayload) []schemas.Envelope {
 	// data is compact when the payload it copies from was (its
 	// properties are a span of it) and the value is a plain number.
 	compact := env.PayloadCompact && plainNumber(p.Value)
-	outs := []schemas.Envelope{
-		{
-			ID: schemas.ChildID(env.ID, schemas.TypeWebhookEventRecorded, 0), Workspace: env.Workspace,
-			Type: schemas.TypeWebhookEventRecorded, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
-			Traceparent: env.Traceparent, Payload: data, PayloadCompact: compact,
-		},
-		{
+	outs := make([]schemas.Envelope, 1, 3)
+	outs[0] = schemas.Envelope{
+		ID: schemas.ChildID(env.ID, schemas.TypeWebhookEventRecorded, 0), Workspace: env.Workspace,
+		Type: schemas.TypeWebhookEventRecorded, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
+		Traceparent: env.Traceparent, Payload: data, PayloadCompact: compact,
+	}
+	if handoff {
+		outs = append(outs, schemas.Envelope{
 			ID: schemas.ChildID(env.ID, schemas.TypeEventMatched, 0), Workspace: env.Workspace,
 			Type: schemas.TypeEventMatched, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
 			Traceparent: env.Traceparent, Payload: env.Payload, PayloadCompact: env.PayloadCompact,
-		},
+		})
 	}
 	if p.GoalType != "" {
 		// GOAL_RECORDED: the same data, under an id of its own that

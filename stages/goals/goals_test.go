@@ -61,6 +61,7 @@ func TestGoalsCountedOnceWithRefundsAndActivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := ann.Contact.ID, bob.Contact.ID
+	draftJourney(t, pg, ws) // so matched events are handed to journey matching
 	st, err := goals.New(ctx, pipeline.Resources{Postgres: pg}, goals.Config{})
 	if err != nil {
 		t.Fatal(err)
