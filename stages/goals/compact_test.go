@@ -37,7 +37,7 @@ func TestOutputsCompactOnlyWhenMarshalAgrees(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		outs := outputs(env, &dp, true)
+		outs := outputs(env, &dp, wants{eventRecorded: true, goalRecorded: true, journeys: true})
 		if len(outs) != 3 {
 			t.Fatalf("%d outputs, want 3", len(outs))
 		}

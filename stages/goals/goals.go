@@ -7,14 +7,18 @@
 //     negative), the purchase count, the refund count and the last purchase
 //     time, which goal-based segment rules read;
 //   - publishes EVENT_RECORDED (webhook.event_recorded.v1) to the webhooks
-//     topic, and for a goal GOAL_RECORDED (webhook.goal_recorded.v1) too;
+//     topic, and for a goal GOAL_RECORDED (webhook.goal_recorded.v1) too,
+//     when a target of the workspace wants it;
 //   - publishes the "event name matched" hand-off
 //     (contact.event_matched.v1) to the contacts topic, which journey
 //     matching consumes to start journeys listening for the name, when
-//     the workspace has a journey that is not archived (asked once per
-//     webhook.TargetTTL, the window journey matching itself answers
-//     from): most workspaces have none, and the hand-off doubled what
-//     each of their events cost the broker.
+//     the workspace has a journey that is not archived.
+//
+// Both conditions are asked once per webhook.TargetTTL and workspace, the
+// window in which the fan-out and journey matching themselves answer from
+// their caches: most workspaces have neither webhooks for events nor
+// journeys, and these envelopes tripled what each of their events cost
+// the broker and this process.
 //
 // Events without a contact have no effect here.
 //
@@ -109,11 +113,10 @@ type Stage struct {
 	pg      *pgxpool.Pool
 	breaker *breaker.Breaker
 	// journeys answers whether a workspace has a journey that is not
-	// archived; hasJourneys caches it per workspace for
-	// webhook.TargetTTL (journey matching's own cache, so a journey
-	// created or activated starts matching within the same time).
-	journeys    *journeys.Store
-	hasJourneys *ttlcache.Cache[bool]
+	// archived; wants caches, per workspace and for webhook.TargetTTL,
+	// what its matched events are published for.
+	journeys *journeys.Store
+	wants    *ttlcache.Cache[wants]
 
 	mu   sync.Mutex
 	buf  cols
@@ -158,7 +161,7 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 	runCtx, stop := context.WithCancel(context.Background())
 	s := &Stage{
 		pg: r.Postgres, breaker: cfg.Breaker.New("postgres_goals"), seen: map[string]struct{}{},
-		journeys: journeys.NewStore(r.Postgres, nil), hasJourneys: ttlcache.NewCache[bool](webhook.TargetTTL),
+		journeys: journeys.NewStore(r.Postgres, nil), wants: ttlcache.NewCache[wants](webhook.TargetTTL),
 		log: log.With("stage", Name), stop: stop, done: make(chan struct{}),
 	}
 	go s.prune(runCtx, cfg)
@@ -201,10 +204,10 @@ func (s *Stage) Close() error {
 	return nil
 }
 
-// Handle buffers a matched event.recorded.v1 envelope and returns its
-// EVENT_RECORDED webhook (and GOAL_RECORDED for a goal) and, in a
-// workspace with journeys, journey hand-off envelopes (published by the
-// runner after Flush). Unmatched events and other types are ignored. A
+// Handle buffers a matched event.recorded.v1 envelope and returns the
+// envelopes its workspace wants (published by the runner after Flush):
+// EVENT_RECORDED and, for a goal, GOAL_RECORDED when a webhook target
+// wants them, the journey hand-off when it has journeys. Unmatched events and other types are ignored. A
 // malformed envelope is a pipeline.Permanent error; a failed journeys
 // lookup is returned for the runner to retry.
 func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
@@ -224,8 +227,8 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 	if p.Value != "" && !json.Valid([]byte(p.Value)) {
 		return nil, pipeline.Permanent(fmt.Errorf("goals: envelope %s: value %q is not a number", env.ID, p.Value))
 	}
-	handoff, err := s.hasJourneys.Get(ctx, env.Workspace, func(ctx context.Context) (bool, error) {
-		return s.journeys.HasJourneys(ctx, env.Workspace)
+	w, err := s.wants.Get(ctx, env.Workspace, func(ctx context.Context) (wants, error) {
+		return s.lookup(ctx, env.Workspace)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("goals: envelope %s: %w", env.ID, err)
@@ -242,12 +245,41 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		b.at = append(b.at, p.OccurredAt.UTC())
 	}
 	s.mu.Unlock()
-	return outputs(env, &p, handoff), nil
+	return outputs(env, &p, w), nil
 }
 
-// outputs are the envelopes a matched event produces; handoff adds the
-// journey hand-off.
-func outputs(env schemas.Envelope, p *schemas.EventPayload, handoff bool) []schemas.Envelope {
+// wants is what a workspace's matched events are published for.
+type wants struct {
+	eventRecorded, goalRecorded bool // a webhook target wants EVENT_RECORDED, GOAL_RECORDED
+	journeys                    bool // it has a journey that is not archived
+}
+
+// lookup asks Postgres what ws's matched events are published for.
+func (s *Stage) lookup(ctx context.Context, ws string) (wants, error) {
+	hooks, err := webhook.Wanted(ctx, s.pg, ws, webhookNames)
+	if err != nil {
+		return wants{}, err
+	}
+	j, err := s.journeys.HasJourneys(ctx, ws)
+	if err != nil {
+		return wants{}, err
+	}
+	return wants{eventRecorded: hooks[webhookEventRecorded], goalRecorded: hooks[schemas.WebhookGoalRecorded], journeys: j}, nil
+}
+
+// The public names of the webhook events this stage publishes.
+var (
+	webhookEventRecorded = schemas.EventWebhookEvents[schemas.TypeWebhookEventRecorded]
+	webhookNames         = []string{webhookEventRecorded, schemas.WebhookGoalRecorded}
+)
+
+// outputs are the envelopes a matched event produces for what w says is
+// wanted.
+func outputs(env schemas.Envelope, p *schemas.EventPayload, w wants) []schemas.Envelope {
+	goal := p.GoalType != "" && w.goalRecorded
+	if !w.eventRecorded && !goal && !w.journeys {
+		return nil
+	}
 	key := env.Workspace + ":" + p.ContactID
 	data := schemas.AppendEventRecordedData(make([]byte, 0, 256+len(p.Properties)), &schemas.EventRecordedData{
 		EventID: env.ID, Event: p.Event, ContactID: p.ContactID, Email: p.Email, GoalType: p.GoalType,
@@ -257,20 +289,22 @@ func outputs(env schemas.Envelope, p *schemas.EventPayload, handoff bool) []sche
 	// data is compact when the payload it copies from was (its
 	// properties are a span of it) and the value is a plain number.
 	compact := env.PayloadCompact && plainNumber(p.Value)
-	outs := make([]schemas.Envelope, 1, 3)
-	outs[0] = schemas.Envelope{
-		ID: schemas.ChildID(env.ID, schemas.TypeWebhookEventRecorded, 0), Workspace: env.Workspace,
-		Type: schemas.TypeWebhookEventRecorded, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
-		Traceparent: env.Traceparent, Payload: data, PayloadCompact: compact,
+	outs := make([]schemas.Envelope, 0, 3)
+	if w.eventRecorded {
+		outs = append(outs, schemas.Envelope{
+			ID: schemas.ChildID(env.ID, schemas.TypeWebhookEventRecorded, 0), Workspace: env.Workspace,
+			Type: schemas.TypeWebhookEventRecorded, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
+			Traceparent: env.Traceparent, Payload: data, PayloadCompact: compact,
+		})
 	}
-	if handoff {
+	if w.journeys {
 		outs = append(outs, schemas.Envelope{
 			ID: schemas.ChildID(env.ID, schemas.TypeEventMatched, 0), Workspace: env.Workspace,
 			Type: schemas.TypeEventMatched, Key: key, OccurredAt: p.OccurredAt, CausationID: env.ID,
 			Traceparent: env.Traceparent, Payload: env.Payload, PayloadCompact: env.PayloadCompact,
 		})
 	}
-	if p.GoalType != "" {
+	if goal {
 		// GOAL_RECORDED: the same data, under an id of its own that
 		// every copy of the event shares (returned again on a redelivery,
 		// like EVENT_RECORDED: the ledger decides what is counted, the

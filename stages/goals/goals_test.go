@@ -61,7 +61,9 @@ func TestGoalsCountedOnceWithRefundsAndActivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := ann.Contact.ID, bob.Contact.ID
-	draftJourney(t, pg, ws) // so matched events are handed to journey matching
+	// Targets for every output: a journey, and webhooks for both events.
+	draftJourney(t, pg, ws)
+	subscribe(t, pg, ws, "EVENT_RECORDED", "GOAL_RECORDED")
 	st, err := goals.New(ctx, pipeline.Resources{Postgres: pg}, goals.Config{})
 	if err != nil {
 		t.Fatal(err)

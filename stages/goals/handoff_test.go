@@ -2,6 +2,7 @@ package goals_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,23 +29,27 @@ func draftJourney(t *testing.T, pg *pgxpool.Pool, ws string) {
 	}
 }
 
-// types lists the types of outs.
-func types(outs []schemas.Envelope) []string {
-	var ts []string
-	for _, o := range outs {
-		ts = append(ts, o.Type)
+// subscribe gives ws a REST hook subscription to each webhook event.
+func subscribe(t *testing.T, pg *pgxpool.Pool, ws string, events ...string) {
+	t.Helper()
+	for _, ev := range events {
+		if _, err := pg.Exec(context.Background(), `INSERT INTO webhook_subscriptions (id, workspace_id, event, target_url)
+			VALUES ($1, $2, $3, 'https://hooks.example.com/in')`, schemas.NewID(), ws, ev); err != nil {
+			t.Fatalf("subscribe %s: %v", ev, err)
+		}
 	}
-	return ts
 }
 
-// TestHandOffOnlyWhereJourneysAre: a matched event of a workspace without
-// journeys gets its webhooks but no journey hand-off; once the workspace
-// has a journey (not archived), the hand-off comes within the lookup's
-// cache time (webhook.TargetTTL), and an archived journey counts as none.
-func TestHandOffOnlyWhereJourneysAre(t *testing.T) {
+// TestOutputsOnlyWhatTheWorkspaceWants: a matched goal event of a
+// workspace with neither webhook targets nor journeys publishes nothing
+// (its activity is still kept); each target added (an endpoint for
+// EVENT_RECORDED, a journey, a REST hook for GOAL_RECORDED) adds its
+// envelope within the lookup's cache time (webhook.TargetTTL), and an
+// archived journey counts as none.
+func TestOutputsOnlyWhatTheWorkspaceWants(t *testing.T) {
 	pg := stack.PG(t)
 	ctx := context.Background()
-	ws, _, err := auth.NewStore(pg).CreateWorkspace(ctx, auth.NewWorkspace{Name: "handoff", Plan: "pro"})
+	ws, _, err := auth.NewStore(pg).CreateWorkspace(ctx, auth.NewWorkspace{Name: "wants", Plan: "pro"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,37 +71,50 @@ func TestHandOffOnlyWhereJourneysAre(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return types(o)
+		var ts []string
+		for _, x := range o {
+			ts = append(ts, x.Type)
+		}
+		return ts
 	}
-	if got := handle(); len(got) != 2 || got[0] != schemas.TypeWebhookEventRecorded || got[1] != schemas.TypeWebhookGoalRecorded {
-		t.Fatalf("no journeys: outputs %v, want EVENT_RECORDED and GOAL_RECORDED only", got)
+	// expect handles events until the outputs are want, within the cache
+	// time; every answer before must be the previous state's, before.
+	expect := func(what string, before, want []string) {
+		t.Helper()
+		deadline := time.Now().Add(webhook.TargetTTL + 5*time.Second)
+		for {
+			got := handle()
+			if slices.Equal(got, want) {
+				return
+			}
+			if !slices.Equal(got, before) || time.Now().After(deadline) {
+				t.Fatalf("%s: outputs %v, want %v within the cache time", what, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if got := handle(); len(got) != 0 {
+		t.Fatalf("no targets: outputs %v, want none", got)
+	}
+	if err := st.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := read(t, pg, ann.Contact.ID); a.goals != 1 {
+		t.Fatalf("no targets: goals counted %d, want 1 (the activity does not depend on targets)", a.goals)
 	}
 
+	er, gr, em := schemas.TypeWebhookEventRecorded, schemas.TypeWebhookGoalRecorded, schemas.TypeEventMatched
+	if _, err := pg.Exec(ctx, `INSERT INTO webhook_endpoints (id, workspace_id, url, events, enabled, secret_enc, created_at, updated_at)
+		VALUES ($1, $2, 'https://hooks.example.com/ep', ARRAY['EVENT_RECORDED'], true, '\x00', now(), now())`, schemas.NewID(), ws); err != nil {
+		t.Fatal(err)
+	}
+	expect("an endpoint for EVENT_RECORDED", nil, []string{er})
 	draftJourney(t, pg, ws)
-	deadline := time.Now().Add(webhook.TargetTTL + 5*time.Second)
-	for {
-		got := handle()
-		if len(got) == 3 && got[1] == schemas.TypeEventMatched {
-			break
-		}
-		if len(got) != 2 || time.Now().After(deadline) {
-			t.Fatalf("with a journey: outputs %v, want the hand-off within the cache time", got)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-
+	expect("a journey", []string{er}, []string{er, em})
+	subscribe(t, pg, ws, "GOAL_RECORDED")
+	expect("a REST hook for GOAL_RECORDED", []string{er, em}, []string{er, em, gr})
 	if _, err := pg.Exec(ctx, `UPDATE journeys SET status = 'archived' WHERE workspace_id = $1`, ws); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(webhook.TargetTTL + 5*time.Second)
-	for {
-		got := handle()
-		if len(got) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("journey archived: outputs %v, want no hand-off after the cache time", got)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	expect("the journey archived", []string{er, em, gr}, []string{er, gr})
 }
