@@ -9,8 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"sendstream/deploy/stack"
-	"sendstream/ingest/auth"
-	"sendstream/ingest/contacts"
+	"sendstream/ingest/ingesttest"
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/webhook"
@@ -49,16 +48,7 @@ func subscribe(t *testing.T, pg *pgxpool.Pool, ws string, events ...string) {
 func TestOutputsOnlyWhatTheWorkspaceWants(t *testing.T) {
 	pg := stack.PG(t)
 	ctx := context.Background()
-	ws, _, err := auth.NewStore(pg).CreateWorkspace(ctx, auth.NewWorkspace{Name: "wants", Plan: "pro"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := contacts.NewStore(pg)
-	defer cs.Close()
-	ann, err := cs.Upsert(ctx, ws, contacts.UpsertInput{Email: "ann@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws, ann := ingesttest.WorkspaceWithContact(ctx, t, pg, "wants", "ann@example.com")
 	st, err := goals.New(ctx, pipeline.Resources{Postgres: pg}, goals.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +57,7 @@ func TestOutputsOnlyWhatTheWorkspaceWants(t *testing.T) {
 	handle := func() []string {
 		t.Helper()
 		o, err := st.Handle(ctx, env(t, ws, schemas.NewID(),
-			schemas.EventPayload{Event: "order", ContactID: ann.Contact.ID, GoalType: "purchase", Value: "5", OccurredAt: time.Now()}))
+			schemas.EventPayload{Event: "order", ContactID: ann, GoalType: "purchase", Value: "5", OccurredAt: time.Now()}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +89,7 @@ func TestOutputsOnlyWhatTheWorkspaceWants(t *testing.T) {
 	if err := st.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if a, _ := read(t, pg, ann.Contact.ID); a.goals != 1 {
+	if a, _ := read(t, pg, ann); a.goals != 1 {
 		t.Fatalf("no targets: goals counted %d, want 1 (the activity does not depend on targets)", a.goals)
 	}
 
