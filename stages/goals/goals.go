@@ -207,9 +207,10 @@ func (s *Stage) Close() error {
 // Handle buffers a matched event.recorded.v1 envelope and returns the
 // envelopes its workspace wants (published by the runner after Flush):
 // EVENT_RECORDED and, for a goal, GOAL_RECORDED when a webhook target
-// wants them, the journey hand-off when it has journeys. Unmatched events and other types are ignored. A
-// malformed envelope is a pipeline.Permanent error; a failed journeys
-// lookup is returned for the runner to retry.
+// wants them, the journey hand-off when it has journeys. Unmatched events
+// and other types are ignored. A malformed envelope is a
+// pipeline.Permanent error; a failed lookup of the workspace's targets is
+// returned for the runner to retry.
 func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Envelope, error) {
 	if env.Type != schemas.TypeEventRecorded {
 		return nil, nil
@@ -281,14 +282,19 @@ func outputs(env schemas.Envelope, p *schemas.EventPayload, w wants) []schemas.E
 		return nil
 	}
 	key := env.Workspace + ":" + p.ContactID
-	data := schemas.AppendEventRecordedData(make([]byte, 0, 256+len(p.Properties)), &schemas.EventRecordedData{
-		EventID: env.ID, Event: p.Event, ContactID: p.ContactID, Email: p.Email, GoalType: p.GoalType,
-		Value: json.Number(p.Value), Currency: p.Currency, ExternalID: p.ExternalID,
-		OccurredAt: p.OccurredAt, Properties: p.Properties,
-	})
-	// data is compact when the payload it copies from was (its
-	// properties are a span of it) and the value is a plain number.
-	compact := env.PayloadCompact && plainNumber(p.Value)
+	// The webhook data, built only when a webhook envelope carries it;
+	// compact when the payload it copies from was (its properties are a
+	// span of it) and the value is a plain number.
+	var data []byte
+	var compact bool
+	if w.eventRecorded || goal {
+		data = schemas.AppendEventRecordedData(make([]byte, 0, 256+len(p.Properties)), &schemas.EventRecordedData{
+			EventID: env.ID, Event: p.Event, ContactID: p.ContactID, Email: p.Email, GoalType: p.GoalType,
+			Value: json.Number(p.Value), Currency: p.Currency, ExternalID: p.ExternalID,
+			OccurredAt: p.OccurredAt, Properties: p.Properties,
+		})
+		compact = env.PayloadCompact && plainNumber(p.Value)
+	}
 	outs := make([]schemas.Envelope, 0, 3)
 	if w.eventRecorded {
 		outs = append(outs, schemas.Envelope{
