@@ -28,6 +28,7 @@ import (
 func TestConcurrentSameExternalIDSendsOnce(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	ws, key := e.workspace(ingesttest.WorkspaceOpts{})
+	e.subscribeHook(ws, "TRANSACTIONAL_SENT", "https://hooks.example.com/in")
 	second := e.h.Second(t, ingesttest.Options{})
 	body := map[string]any{"to": "once@example.test", "subject": "Only once", "htmlContent": "<p>{{ n }}</p>",
 		"externalId": "same-key", "data": map[string]any{"n": 1}}
@@ -238,6 +239,9 @@ func TestProviderRefusalFailsWithReason(t *testing.T) {
 		},
 	}})
 	ws, key := e.workspace(ingesttest.WorkspaceOpts{})
+	// Subscribed, so that a TRANSACTIONAL_SENT for a failed message would
+	// be published (the delivery stage publishes only wanted events).
+	e.subscribeHook(ws, "TRANSACTIONAL_SENT", "https://hooks.example.com/in")
 	st, ans := e.send(key, map[string]any{"to": "nouser@example.test", "subject": "x", "htmlContent": "<p>x</p>"})
 	if st != 201 {
 		t.Fatal(st, ans)

@@ -26,6 +26,7 @@ import (
 func TestSendDeliversTheRenderedMessage(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	ws, key := e.workspace(ingesttest.WorkspaceOpts{Name: "Acme & Co"})
+	e.subscribeHook(ws, "TRANSACTIONAL_SENT", "https://hooks.example.com/in")
 	ctx := context.Background()
 	// A sending domain with a DKIM key.
 	privPEM, txt, err := email.GenerateDKIMKey()

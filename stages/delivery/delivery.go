@@ -6,7 +6,8 @@
 // plugin the send policy names, and records queued → sent, or → failed with
 // the reason. Handle returns a transactional.status.v1 per change (routed
 // to TopicMessageStatus, for the ClickHouse message log; never to the
-// topic this stage reads) and TRANSACTIONAL_SENT (TopicWebhooks); the
+// topic this stage reads) and TRANSACTIONAL_SENT or TRANSACTIONAL_FAILED
+// (TopicWebhooks) when a webhook target of the workspace wants it; the
 // runner publishes them before the envelope counts as finished. Other
 // envelope types on the topic are skipped.
 //
@@ -46,6 +47,8 @@ import (
 	"sendstream/sinks/email/render"
 	_ "sendstream/sinks/email/smtp" // the SMTP provider plugin
 	pgsink "sendstream/sinks/postgres"
+	"sendstream/sinks/ttlcache"
+	"sendstream/sinks/webhook"
 )
 
 // Name is the stage's registered name.
@@ -102,6 +105,9 @@ type Stage struct {
 	providers map[string]email.Provider
 	admission map[string]chan struct{} // by provider name (admit.go)
 	keys      keyCache
+	// wants caches, per workspace and for webhook.TargetTTL, which of
+	// TRANSACTIONAL_SENT and TRANSACTIONAL_FAILED a webhook target wants.
+	wants *ttlcache.Cache[hooks]
 }
 
 var (
@@ -146,6 +152,7 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 		sources: schemas.NewSourceCache(32<<20, false), providers: map[string]email.Provider{},
 		admission: map[string]chan struct{}{},
 		keys:      keyCache{m: map[string]keyEntry{}, ttl: time.Minute},
+		wants:     ttlcache.NewCache[hooks](webhook.TargetTTL),
 	}, nil
 }
 
@@ -254,7 +261,7 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		if !ok {
 			return nil, nil
 		}
-		return outputs(env, &p, r)
+		return s.announce(ctx, env, &p, r)
 	case stateBusy:
 		// Another worker is handing it off; its lease bounds the wait
 		// (the claim turns stale after ClaimLease).
@@ -267,7 +274,7 @@ func (s *Stage) Handle(ctx context.Context, env schemas.Envelope) ([]schemas.Env
 		if c.failedAt != nil {
 			at = *c.failedAt
 		}
-		return outputs(env, &p, result{status: schemas.MessageFailed, at: at,
+		return s.announce(ctx, env, &p, result{status: schemas.MessageFailed, at: at,
 			reason: "delivery outcome unknown: the worker handing it to the provider stopped; not retried to avoid sending twice"})
 	}
 	// Claimed: ours to hand off.
@@ -323,7 +330,7 @@ func (s *Stage) record(ctx context.Context, env schemas.Envelope, p *schemas.Sen
 				return nil, nil // the claim was no longer ours: nothing recorded, nothing to say
 			}
 			r.at = f.at
-			return outputs(env, p, r)
+			return s.announce(ctx, env, p, r)
 		}
 		wait := min(100*time.Millisecond<<min(attempt, 7), 10*time.Second)
 		s.log.Warn("recording an outcome failed; retrying", "id", p.MessageID, "status", r.status, "err", err, "retryIn", wait)

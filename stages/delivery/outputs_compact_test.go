@@ -20,7 +20,7 @@ func TestOutputsPublishAsMarshal(t *testing.T) {
 		{status: schemas.MessageSent, providerID: "id<1>", refused: []string{"c&d@example.com"}, at: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)},
 		{status: schemas.MessageFailed, reason: "550 <no> such \"user\"\n", at: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))},
 	} {
-		outs, err := outputs(env, &p, r)
+		outs, err := outputs(env, &p, r, hooks{sent: true, failed: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest/auth"
+	"sendstream/ingest/ingesttest"
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/email/smtptest"
@@ -40,24 +41,16 @@ func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
 		}
 		return nil
 	}})
+	for _, ev := range []string{"TRANSACTIONAL_SENT", "TRANSACTIONAL_FAILED"} {
+		ingesttest.Subscribe(t, pg, ws, ev, "https://hooks.example.com/in")
+	}
 	cfg := DefaultConfig().FromSettings(map[string]string{"secret": "s", "smtp_url": "smtp://" + server.Addr + "?tls=none"})
 	s, err := New(ctx, pipeline.Resources{Postgres: pg}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	sendSubject := func(to, subject string) schemas.Envelope {
-		id := schemas.NewID()
-		p := schemas.SendPayload{MessageID: id, RFCMessageID: id + "@stage.test", To: to, From: schemas.Address{Email: "noreply@stage.test"},
-			Policy:  schemas.PolicyRef{ID: "p", Key: "transactional", Kind: schemas.PolicyTransactional, Provider: "smtp"},
-			Subject: subject, HTML: "<p>{{ n }}</p>", Data: json.RawMessage(`{"n":1}`), AcceptedAt: time.Now().UTC()}
-		b, err := json.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// No row yet: Handle restores it from the envelope first.
-		return schemas.Envelope{ID: id, Workspace: ws, Type: schemas.TypeTransactionalSend, Key: ws + ":" + id, OccurredAt: p.AcceptedAt, Payload: b}
-	}
+	sendSubject := func(to, subject string) schemas.Envelope { return sendEnvelope(t, ws, to, subject) }
 	send := func(to string) schemas.Envelope { return sendSubject(to, "Hello {{ n }}") }
 
 	env := send("once@example.test")
@@ -140,4 +133,19 @@ func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
 	if got := subject(env.ID); got != "Hello 1" {
 		t.Errorf("stored subject of the transmitted message whose answer was lost: %q, want \"Hello 1\"", got)
 	}
+}
+
+// sendEnvelope is a transactional.send.v1 envelope of ws to one address
+// whose message has no row yet (Handle restores it from the envelope).
+func sendEnvelope(t *testing.T, ws, to, subject string) schemas.Envelope {
+	t.Helper()
+	id := schemas.NewID()
+	p := schemas.SendPayload{MessageID: id, RFCMessageID: id + "@stage.test", To: to, From: schemas.Address{Email: "noreply@stage.test"},
+		Policy:  schemas.PolicyRef{ID: "p", Key: "transactional", Kind: schemas.PolicyTransactional, Provider: "smtp"},
+		Subject: subject, HTML: "<p>{{ n }}</p>", Data: json.RawMessage(`{"n":1}`), AcceptedAt: time.Now().UTC()}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schemas.Envelope{ID: id, Workspace: ws, Type: schemas.TypeTransactionalSend, Key: ws + ":" + id, OccurredAt: p.AcceptedAt, Payload: b}
 }

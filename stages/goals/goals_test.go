@@ -12,6 +12,7 @@ import (
 	"sendstream/deploy/stack"
 	"sendstream/ingest/auth"
 	"sendstream/ingest/contacts"
+	"sendstream/ingest/ingesttest"
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/stages/goals"
@@ -63,7 +64,9 @@ func TestGoalsCountedOnceWithRefundsAndActivity(t *testing.T) {
 	a, b := ann.Contact.ID, bob.Contact.ID
 	// Targets for every output: a journey, and webhooks for both events.
 	draftJourney(t, pg, ws)
-	subscribe(t, pg, ws, "EVENT_RECORDED", "GOAL_RECORDED")
+	for _, ev := range []string{"EVENT_RECORDED", "GOAL_RECORDED"} {
+		ingesttest.Subscribe(t, pg, ws, ev, "https://hooks.example.com/in")
+	}
 	st, err := goals.New(ctx, pipeline.Resources{Postgres: pg}, goals.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -28,17 +28,6 @@ func draftJourney(t *testing.T, pg *pgxpool.Pool, ws string) {
 	}
 }
 
-// subscribe gives ws a REST hook subscription to each webhook event.
-func subscribe(t *testing.T, pg *pgxpool.Pool, ws string, events ...string) {
-	t.Helper()
-	for _, ev := range events {
-		if _, err := pg.Exec(context.Background(), `INSERT INTO webhook_subscriptions (id, workspace_id, event, target_url)
-			VALUES ($1, $2, $3, 'https://hooks.example.com/in')`, schemas.NewID(), ws, ev); err != nil {
-			t.Fatalf("subscribe %s: %v", ev, err)
-		}
-	}
-}
-
 // TestOutputsOnlyWhatTheWorkspaceWants: a matched goal event of a
 // workspace with neither webhook targets nor journeys publishes nothing
 // (its activity is still kept); each target added (an endpoint for
@@ -101,7 +90,7 @@ func TestOutputsOnlyWhatTheWorkspaceWants(t *testing.T) {
 	expect("an endpoint for EVENT_RECORDED", nil, []string{er})
 	draftJourney(t, pg, ws)
 	expect("a journey", []string{er}, []string{er, em})
-	subscribe(t, pg, ws, "GOAL_RECORDED")
+	ingesttest.Subscribe(t, pg, ws, "GOAL_RECORDED", "https://hooks.example.com/in")
 	expect("a REST hook for GOAL_RECORDED", []string{er, em}, []string{er, em, gr})
 	if _, err := pg.Exec(ctx, `UPDATE journeys SET status = 'archived' WHERE workspace_id = $1`, ws); err != nil {
 		t.Fatal(err)

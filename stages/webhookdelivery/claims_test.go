@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"sendstream/ingest/ingesttest"
 	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
 	"sendstream/sinks/webhook/webhooktest"
@@ -76,8 +77,8 @@ func TestHandledAgainSendsNoAttemptTwice(t *testing.T) {
 	okRcv := webhooktest.NewReceiver(t, false, ok.handle)
 	failing := &callLog{status: 500}
 	failRcv := webhooktest.NewReceiver(t, false, failing.handle)
-	okSub := subscribe(t, pg, ws, "CONTACT_CREATED", okRcv.URL)
-	failSub := subscribe(t, pg, ws, "CONTACT_CREATED", failRcv.URL)
+	okSub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", okRcv.URL)
+	failSub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", failRcv.URL)
 
 	ids := func(outs []schemas.Envelope) []string {
 		s := make([]string, len(outs))

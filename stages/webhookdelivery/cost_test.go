@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"sendstream/ingest/ingesttest"
 	"sendstream/schemas"
 	"sendstream/sinks/webhook"
 	"sendstream/sinks/webhook/webhooktest"
@@ -22,7 +23,7 @@ func TestLookupReusedForTargetTTL(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	rec := &recorder{statuses: []int{204}}
 	rcv := webhooktest.NewReceiver(t, false, rec.handle)
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 	st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback, Now: clk.now}, nil)
 	if as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL, 1)); len(as) != 1 || as[0].Outcome != schemas.WebhookOutcomeOK {
 		t.Fatalf("attempts %+v", as)

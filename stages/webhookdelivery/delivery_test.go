@@ -14,6 +14,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"sendstream/ingest/ingesttest"
 	"sendstream/schemas"
 	"sendstream/sinks/webhook"
 	"sendstream/sinks/webhook/webhooktest"
@@ -78,7 +79,7 @@ func TestQuickRetries(t *testing.T) {
 	ws := workspace(t, pg)
 	rec := &recorder{statuses: []int{500, 500, 204}}
 	rcv := webhooktest.NewReceiver(t, false, rec.handle)
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL+"/hook")
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL+"/hook")
 	st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback}, nil)
 
 	as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL+"/hook", 1))
@@ -114,7 +115,7 @@ func TestLaterAttemptsAreScheduled(t *testing.T) {
 	ws := workspace(t, pg)
 	rec := &recorder{statuses: []int{503}}
 	rcv := webhooktest.NewReceiver(t, false, rec.handle)
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 	st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback}, nil)
 
 	as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL, 3))
@@ -138,7 +139,7 @@ func TestThrottledIsNotAnAttempt(t *testing.T) {
 	ws := workspace(t, pg)
 	rec := &recorder{statuses: []int{429, 204}, header: http.Header{"Retry-After": {"1"}}}
 	rcv := webhooktest.NewReceiver(t, false, rec.handle)
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 	st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback}, nil)
 
 	ctx := context.Background()
@@ -168,7 +169,7 @@ func TestGoneDeletesSubscription(t *testing.T) {
 	ws := workspace(t, pg)
 	rec := &recorder{statuses: []int{410}}
 	rcv := webhooktest.NewReceiver(t, false, rec.handle)
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 	st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback}, nil)
 
 	as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL, 1))
@@ -196,7 +197,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	other := webhooktest.NewReceiver(t, false, nil)
 	rec := &recorder{statuses: []int{302}, header: http.Header{"Location": {other.URL + "/elsewhere"}}}
 	rcv := webhooktest.NewReceiver(t, false, rec.handle)
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 	st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback}, nil)
 
 	as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL, 3))
@@ -214,7 +215,7 @@ func TestPrivateAddressRefusedAtDial(t *testing.T) {
 	pg := pgFor(t)
 	ws := workspace(t, pg)
 	rcv := webhooktest.NewReceiver(t, false, nil)
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 	st := newStage(t, pg, webhookdelivery.Config{}, nil)
 
 	as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL, 3))
@@ -246,7 +247,7 @@ func TestSignedDelivery(t *testing.T) {
 	if got := outcomes(handle(t, st, env)); !slices.Equal(got, []string{"1:ok"}) {
 		t.Fatalf("outcomes %v", got)
 	}
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 	handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL, 1))
 
 	reqs := rec.got()
@@ -301,7 +302,7 @@ func TestReceiverGarbage(t *testing.T) {
 	tlsRcv := webhooktest.NewReceiver(t, true, nil)
 	st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback}, nil)
 	for _, url := range []string{big.URL, binary.URL, tlsRcv.URL} {
-		sub := subscribe(t, pg, ws, "CONTACT_CREATED", url)
+		sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", url)
 		as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, url, 3))
 		if len(as) != 1 || as[0].Outcome != schemas.WebhookOutcomeRetry || as[0].Error == "" ||
 			len(as[0].Error) > webhook.MaxErrorText || !utf8.ValidString(as[0].Error) {
@@ -329,8 +330,8 @@ func TestHangingReceiverHoldsOnlyItsKey(t *testing.T) {
 		}
 	})
 	fast := webhooktest.NewReceiver(t, false, nil)
-	slowSub := subscribe(t, pg, ws, "CONTACT_CREATED", slow.URL)
-	fastSub := subscribe(t, pg, ws, "CONTACT_CREATED", fast.URL)
+	slowSub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", slow.URL)
+	fastSub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", fast.URL)
 	st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback, Timeout: 3 * time.Second}, nil)
 
 	slowDone := make(chan []schemas.WebhookAttempt, 1)
@@ -371,7 +372,7 @@ func TestLongRetryAfterIsScheduled(t *testing.T) {
 	}{{"120", 2 * time.Minute}, {"999999", 10 * time.Hour}} {
 		rec := &recorder{statuses: []int{429}, header: http.Header{"Retry-After": {c.retryAfter}}}
 		rcv := webhooktest.NewReceiver(t, false, rec.handle)
-		sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+		sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 		st := newStage(t, pg, webhookdelivery.Config{AllowPrivate: loopback}, nil)
 		as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, rcv.URL, 2))
 		if len(as) != 1 || as[0].Outcome != schemas.WebhookOutcomeThrottled || as[0].Attempt != 2 || as[0].NextAttemptAt == nil ||
@@ -394,7 +395,7 @@ func TestNameResolvingPrivateRefusedAtDial(t *testing.T) {
 	dns := webhooktest.StartDNS(t)
 	dns.Set("rebind.example.com", webhooktest.Addrs("127.0.0.1"))
 	url := "http://rebind.example.com:" + rcv.Port() + "/hook"
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", url)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", url)
 	st := newStage(t, pg, webhookdelivery.Config{Guard: webhook.NewGuard(webhook.GuardConfig{Resolver: dns.Resolver()})}, nil)
 
 	as := handle(t, st, delivery(t, ws, schemas.WebhookTargetSubscription, sub, url, 3))

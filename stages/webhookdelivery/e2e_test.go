@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/deploy/stack"
+	"sendstream/ingest/ingesttest"
 	"sendstream/pipeline"
 	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
@@ -47,8 +48,8 @@ func TestContactCreatedReachesSubscriber(t *testing.T) {
 	})
 	var once sync.Once
 	unhang := func() { once.Do(func() { close(release) }) }
-	slowSub := subscribe(t, pg, ws, "CONTACT_CREATED", slow.URL)
-	fastSub := subscribe(t, pg, ws, "CONTACT_CREATED", fast.URL)
+	slowSub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", slow.URL)
+	fastSub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", fast.URL)
 
 	prefix := stack.TopicPrefix(t)
 	brokers := pipelinetest.Cluster(t, prefix)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"sendstream/ingest/ingesttest"
 	"sendstream/schemas"
 	"sendstream/sinks/webhook"
 	"sendstream/sinks/webhook/webhooktest"
@@ -113,7 +114,7 @@ func TestEndpointDisabledAfter12HoursOfFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 
 	for _, step := range []struct {
 		after time.Duration

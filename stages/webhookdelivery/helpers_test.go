@@ -31,18 +31,6 @@ func workspace(t *testing.T, pg *pgxpool.Pool) string {
 	return ws
 }
 
-// subscribe stores a REST hook as POST /v1/webhooks/subscribe does and
-// returns its id.
-func subscribe(t *testing.T, pg *pgxpool.Pool, ws, event, url string) string {
-	t.Helper()
-	id := schemas.NewID()
-	if _, err := pg.Exec(context.Background(), `INSERT INTO webhook_subscriptions (id, workspace_id, event, target_url) VALUES ($1, $2, $3, $4)`,
-		id, ws, event, url); err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 // secretTargets is a fake endpoint store holding secrets, standing in for
 // dashboard endpoints until their store lands in sinks/webhook.
 type secretTargets struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sendstream/deploy/stack"
+	"sendstream/ingest/ingesttest"
 	"sendstream/pipeline"
 	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
@@ -81,7 +82,7 @@ func TestHangingEndpointSlowsNoOther(t *testing.T) {
 		if i == 0 {
 			urls[i] = slow.URL + "/hang"
 		}
-		subs[i] = subscribe(t, pg, ws, "CONTACT_CREATED", urls[i])
+		subs[i] = ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", urls[i])
 	}
 
 	prefix := stack.TopicPrefix(t)

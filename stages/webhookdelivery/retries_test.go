@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"sendstream/ingest/ingesttest"
 	"sendstream/pipeline/pipelinetest"
 	"sendstream/schemas"
 	"sendstream/sinks/webhook/webhooktest"
@@ -23,7 +24,7 @@ func TestLaterAttemptIsDurable(t *testing.T) {
 	ws := workspace(t, pg)
 	rec := &recorder{statuses: []int{500}}
 	rcv := webhooktest.NewReceiver(t, false, rec.handle)
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pub := &pipelinetest.Publisher{}
@@ -115,7 +116,7 @@ func TestWholeSchedule(t *testing.T) {
 	ws := workspace(t, pg)
 	rec := &recorder{statuses: []int{500}}
 	rcv := webhooktest.NewReceiver(t, false, rec.handle)
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", rcv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	queue := "test_" + schemas.NewID()

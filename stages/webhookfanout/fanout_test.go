@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"sendstream/deploy/stack"
+	"sendstream/ingest/ingesttest"
 	"sendstream/schemas"
 	"sendstream/sinks/webhook"
 	"sendstream/stages/webhookfanout"
@@ -23,16 +24,6 @@ func workspace(t *testing.T, pg *pgxpool.Pool) string {
 		t.Fatal(err)
 	}
 	return ws
-}
-
-func subscribe(t *testing.T, pg *pgxpool.Pool, ws, event, url string) string {
-	t.Helper()
-	id := schemas.NewID()
-	if _, err := pg.Exec(context.Background(), `INSERT INTO webhook_subscriptions (id, workspace_id, event, target_url) VALUES ($1, $2, $3, $4)`,
-		id, ws, event, url); err != nil {
-		t.Fatal(err)
-	}
-	return id
 }
 
 func envelope(t *testing.T, ws, typ string, payload any) schemas.Envelope {
@@ -52,11 +43,11 @@ func envelope(t *testing.T, ws, typ string, payload any) schemas.Envelope {
 func TestContactCreatedFansOut(t *testing.T) {
 	pg := stack.PG(t)
 	ws := workspace(t, pg)
-	a := subscribe(t, pg, ws, "CONTACT_CREATED", "https://a.example.com/hook")
-	b := subscribe(t, pg, ws, "CONTACT_CREATED", "https://b.example.com/hook")
-	subscribe(t, pg, ws, "CONTACT_UPDATED", "https://c.example.com/hook")
+	a := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", "https://a.example.com/hook")
+	b := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", "https://b.example.com/hook")
+	ingesttest.Subscribe(t, pg, ws, "CONTACT_UPDATED", "https://c.example.com/hook")
 	other := workspace(t, pg)
-	subscribe(t, pg, other, "CONTACT_CREATED", "https://d.example.com/hook")
+	ingesttest.Subscribe(t, pg, other, "CONTACT_CREATED", "https://d.example.com/hook")
 	st := webhookfanout.New(schemas.ContactWebhookEvents, webhook.NewRESTHooks(pg))
 
 	first := "Ada"
@@ -121,8 +112,8 @@ func TestContactCreatedFansOut(t *testing.T) {
 func TestNothingFires(t *testing.T) {
 	pg := stack.PG(t)
 	ws := workspace(t, pg)
-	subscribe(t, pg, ws, "EVENT_RECORDED", "https://a.example.com/hook")
-	subscribe(t, pg, ws, "CONTACT_CREATED", "https://a.example.com/hook")
+	ingesttest.Subscribe(t, pg, ws, "EVENT_RECORDED", "https://a.example.com/hook")
+	ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", "https://a.example.com/hook")
 	contacts := webhookfanout.New(schemas.ContactWebhookEvents, webhook.NewRESTHooks(pg))
 	events := webhookfanout.New(schemas.EventWebhookEvents, webhook.NewRESTHooks(pg))
 	ctx := context.Background()
@@ -170,7 +161,7 @@ func TestEndpointsFanOut(t *testing.T) {
 	if _, err := eps.Disable(ctx, ws, off.ID, webhook.DisabledByOperator); err != nil {
 		t.Fatal(err)
 	}
-	sub := subscribe(t, pg, ws, "CONTACT_CREATED", "https://rest.example.com/hook")
+	sub := ingesttest.Subscribe(t, pg, ws, "CONTACT_CREATED", "https://rest.example.com/hook")
 	st := webhookfanout.New(schemas.ContactWebhookEvents, webhook.NewRESTHooks(pg), eps)
 	outs, err := st.Handle(ctx, envelope(t, ws, schemas.TypeContactCreated, schemas.ContactPayload{ContactID: "c1", Email: "a@example.com"}))
 	if err != nil {

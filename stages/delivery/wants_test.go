@@ -1,0 +1,88 @@
+package delivery
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gosmtp "github.com/emersion/go-smtp"
+
+	"sendstream/deploy/stack"
+	"sendstream/ingest/ingesttest"
+	"sendstream/pipeline"
+	"sendstream/schemas"
+	"sendstream/sinks/email/smtptest"
+	"sendstream/sinks/webhook"
+)
+
+// TestWebhookEnvelopesOnlyWhenWanted: in a workspace without webhook
+// targets a sent and a failed message return their status envelope only
+// (the message log keeps every status); a REST hook for
+// TRANSACTIONAL_SENT adds that envelope to sent messages, and an endpoint
+// listing TRANSACTIONAL_FAILED adds that one to failed messages, each
+// within the lookup's cache time (webhook.TargetTTL).
+func TestWebhookEnvelopesOnlyWhenWanted(t *testing.T) {
+	pg := stack.PG(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ws, _ := ingesttest.WorkspaceWithContact(ctx, t, pg, "delivery wants "+schemas.NewID()[20:], "ann@example.test")
+	server := smtptest.Start(t, smtptest.Options{Rcpt: func(to string) error {
+		if strings.HasPrefix(to, "nouser@") {
+			return &gosmtp.SMTPError{Code: 550, EnhancedCode: gosmtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
+		}
+		return nil
+	}})
+	cfg := DefaultConfig().FromSettings(map[string]string{"secret": "s", "smtp_url": "smtp://" + server.Addr + "?tls=none"})
+	s, err := New(ctx, pipeline.Resources{Postgres: pg}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	handle := func(to string) []string {
+		t.Helper()
+		outs, err := s.Handle(ctx, sendEnvelope(t, ws, to, "Hi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []string
+		for _, o := range outs {
+			ts = append(ts, o.Type)
+		}
+		return ts
+	}
+	st, sent, failed := schemas.TypeTransactionalStatus, schemas.TypeWebhookTransactionalSent, schemas.TypeWebhookTransactionalFailed
+	// expect sends to `to` until the outputs are want, within the cache
+	// time; every answer before must be before.
+	expect := func(what, to string, before, want []string) {
+		t.Helper()
+		deadline := time.Now().Add(webhook.TargetTTL + 5*time.Second)
+		for {
+			got := handle(to)
+			if slices.Equal(got, want) {
+				return
+			}
+			if !slices.Equal(got, before) || time.Now().After(deadline) {
+				t.Fatalf("%s: outputs %v, want %v within the cache time", what, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if got := handle("ann@example.test"); !slices.Equal(got, []string{st}) {
+		t.Fatalf("no targets, sent: outputs %v, want the status only", got)
+	}
+	if got := handle("nouser@example.test"); !slices.Equal(got, []string{st}) {
+		t.Fatalf("no targets, failed: outputs %v, want the status only", got)
+	}
+	ingesttest.Subscribe(t, pg, ws, "TRANSACTIONAL_SENT", "https://hooks.example.com/in")
+	expect("a REST hook for TRANSACTIONAL_SENT", "ann@example.test", []string{st}, []string{st, sent})
+	if got := handle("nouser@example.test"); !slices.Equal(got, []string{st}) {
+		t.Fatalf("a hook for TRANSACTIONAL_SENT only, failed: outputs %v, want the status only", got)
+	}
+	if _, err := pg.Exec(ctx, `INSERT INTO webhook_endpoints (id, workspace_id, url, events, enabled, secret_enc, created_at, updated_at)
+		VALUES ($1, $2, 'https://hooks.example.com/ep', ARRAY['TRANSACTIONAL_FAILED'], true, '\x00', now(), now())`, schemas.NewID(), ws); err != nil {
+		t.Fatal(err)
+	}
+	expect("an endpoint for TRANSACTIONAL_FAILED", "nouser@example.test", []string{st}, []string{st, failed})
+}
