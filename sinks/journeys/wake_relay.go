@@ -28,6 +28,9 @@ import (
 //go:embed sql/wake_relay.sql
 var sqlWakeRelay string
 
+//go:embed sql/wake_due.sql
+var sqlWakeDue string
+
 // Publisher publishes envelopes with acks=all (pipeline.Publisher).
 type Publisher interface {
 	Publish(ctx context.Context, topic string, envs ...schemas.Envelope) error
@@ -90,12 +93,21 @@ func (s *Store) RelayWakes(ctx context.Context, pub Publisher, scope string, lim
 	}
 	ctx, cancel := context.WithTimeout(ctx, wakeRoundTimeout)
 	defer cancel()
+	now := s.now().UTC()
+	// Most rounds find nothing due: one probe, no transaction.
+	var due bool
+	if err := s.pg.QueryRow(ctx, sqlWakeDue, scope, now).Scan(&due); err != nil {
+		return 0, fmt.Errorf("relay wake-ups: check due: %w", err)
+	}
+	if !due {
+		return 0, nil
+	}
 	tx, err := s.pg.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("relay wake-ups: begin: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
-	rows, err := tx.Query(ctx, sqlWakeRelay, scope, s.now().UTC(), limit)
+	rows, err := tx.Query(ctx, sqlWakeRelay, scope, now, limit)
 	if err != nil {
 		return 0, fmt.Errorf("relay wake-ups: claim: %w", err)
 	}
