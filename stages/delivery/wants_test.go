@@ -14,7 +14,6 @@ import (
 	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/email/smtptest"
-	"sendstream/sinks/webhook"
 )
 
 // TestWebhookEnvelopesOnlyWhenWanted: in a workspace without webhook
@@ -46,28 +45,13 @@ func TestWebhookEnvelopesOnlyWhenWanted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ts []string
-		for _, o := range outs {
-			ts = append(ts, o.Type)
-		}
-		return ts
+		return ingesttest.Types(outs)
 	}
 	st, sent, failed := schemas.TypeTransactionalStatus, schemas.TypeWebhookTransactionalSent, schemas.TypeWebhookTransactionalFailed
-	// expect sends to `to` until the outputs are want, within the cache
-	// time; every answer before must be before.
+	// expect sends to `to` until the outputs are want.
 	expect := func(what, to string, before, want []string) {
 		t.Helper()
-		deadline := time.Now().Add(webhook.TargetTTL + 5*time.Second)
-		for {
-			got := handle(to)
-			if slices.Equal(got, want) {
-				return
-			}
-			if !slices.Equal(got, before) || time.Now().After(deadline) {
-				t.Fatalf("%s: outputs %v, want %v within the cache time", what, got, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		ingesttest.AwaitOutputs(t, what, func() []string { return handle(to) }, before, want)
 	}
 	if got := handle("ann@example.test"); !slices.Equal(got, []string{st}) {
 		t.Fatalf("no targets, sent: outputs %v, want the status only", got)
@@ -80,9 +64,6 @@ func TestWebhookEnvelopesOnlyWhenWanted(t *testing.T) {
 	if got := handle("nouser@example.test"); !slices.Equal(got, []string{st}) {
 		t.Fatalf("a hook for TRANSACTIONAL_SENT only, failed: outputs %v, want the status only", got)
 	}
-	if _, err := pg.Exec(ctx, `INSERT INTO webhook_endpoints (id, workspace_id, url, events, enabled, secret_enc, created_at, updated_at)
-		VALUES ($1, $2, 'https://hooks.example.com/ep', ARRAY['TRANSACTIONAL_FAILED'], true, '\x00', now(), now())`, schemas.NewID(), ws); err != nil {
-		t.Fatal(err)
-	}
+	ingesttest.Endpoint(t, pg, ws, "TRANSACTIONAL_FAILED")
 	expect("an endpoint for TRANSACTIONAL_FAILED", "nouser@example.test", []string{st}, []string{st, failed})
 }

@@ -2,7 +2,6 @@ package goals_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"sendstream/ingest/ingesttest"
 	"sendstream/pipeline"
 	"sendstream/schemas"
-	"sendstream/sinks/webhook"
 	"sendstream/stages/goals"
 )
 
@@ -50,27 +48,11 @@ func TestOutputsOnlyWhatTheWorkspaceWants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ts []string
-		for _, x := range o {
-			ts = append(ts, x.Type)
-		}
-		return ts
+		return ingesttest.Types(o)
 	}
-	// expect handles events until the outputs are want, within the cache
-	// time; every answer before must be the previous state's, before.
 	expect := func(what string, before, want []string) {
 		t.Helper()
-		deadline := time.Now().Add(webhook.TargetTTL + 5*time.Second)
-		for {
-			got := handle()
-			if slices.Equal(got, want) {
-				return
-			}
-			if !slices.Equal(got, before) || time.Now().After(deadline) {
-				t.Fatalf("%s: outputs %v, want %v within the cache time", what, got, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		ingesttest.AwaitOutputs(t, what, handle, before, want)
 	}
 	if got := handle(); len(got) != 0 {
 		t.Fatalf("no targets: outputs %v, want none", got)
@@ -83,10 +65,7 @@ func TestOutputsOnlyWhatTheWorkspaceWants(t *testing.T) {
 	}
 
 	er, gr, em := schemas.TypeWebhookEventRecorded, schemas.TypeWebhookGoalRecorded, schemas.TypeEventMatched
-	if _, err := pg.Exec(ctx, `INSERT INTO webhook_endpoints (id, workspace_id, url, events, enabled, secret_enc, created_at, updated_at)
-		VALUES ($1, $2, 'https://hooks.example.com/ep', ARRAY['EVENT_RECORDED'], true, '\x00', now(), now())`, schemas.NewID(), ws); err != nil {
-		t.Fatal(err)
-	}
+	ingesttest.Endpoint(t, pg, ws, "EVENT_RECORDED")
 	expect("an endpoint for EVENT_RECORDED", nil, []string{er})
 	draftJourney(t, pg, ws)
 	expect("a journey", []string{er}, []string{er, em})
