@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"sendstream/deploy/stack"
 	"sendstream/ingest/auth"
 	"sendstream/ingest/ingesttest"
@@ -44,12 +46,7 @@ func TestHandleSendsOnceAndAnswersRedeliveriesAlike(t *testing.T) {
 	for _, ev := range []string{"TRANSACTIONAL_SENT", "TRANSACTIONAL_FAILED"} {
 		ingesttest.Subscribe(t, pg, ws, ev, "https://hooks.example.com/in")
 	}
-	cfg := DefaultConfig().FromSettings(map[string]string{"secret": "s", "smtp_url": "smtp://" + server.Addr + "?tls=none"})
-	s, err := New(ctx, pipeline.Resources{Postgres: pg}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := smtpStage(ctx, t, pg, server.Addr)
 	sendSubject := func(to, subject string) schemas.Envelope { return sendEnvelope(t, ws, to, subject) }
 	send := func(to string) schemas.Envelope { return sendSubject(to, "Hello {{ n }}") }
 
@@ -148,4 +145,17 @@ func sendEnvelope(t *testing.T, ws, to, subject string) schemas.Envelope {
 		t.Fatal(err)
 	}
 	return schemas.Envelope{ID: id, Workspace: ws, Type: schemas.TypeTransactionalSend, Key: ws + ":" + id, OccurredAt: p.AcceptedAt, Payload: b}
+}
+
+// smtpStage is the stage on pg, sending through the SMTP server at addr
+// without TLS; it is closed when the test ends.
+func smtpStage(ctx context.Context, t *testing.T, pg *pgxpool.Pool, addr string) *Stage {
+	t.Helper()
+	cfg := DefaultConfig().FromSettings(map[string]string{"secret": "s", "smtp_url": "smtp://" + addr + "?tls=none"})
+	s, err := New(ctx, pipeline.Resources{Postgres: pg}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }

@@ -11,7 +11,6 @@ import (
 
 	"sendstream/deploy/stack"
 	"sendstream/ingest/ingesttest"
-	"sendstream/pipeline"
 	"sendstream/schemas"
 	"sendstream/sinks/email/smtptest"
 )
@@ -33,12 +32,7 @@ func TestWebhookEnvelopesOnlyWhenWanted(t *testing.T) {
 		}
 		return nil
 	}})
-	cfg := DefaultConfig().FromSettings(map[string]string{"secret": "s", "smtp_url": "smtp://" + server.Addr + "?tls=none"})
-	s, err := New(ctx, pipeline.Resources{Postgres: pg}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := smtpStage(ctx, t, pg, server.Addr)
 	handle := func(to string) []string {
 		t.Helper()
 		outs, err := s.Handle(ctx, sendEnvelope(t, ws, to, "Hi"))
