@@ -202,10 +202,11 @@ func truncate(s string, n int) string {
 // passThrough maps variables of the bench's own environment to the
 // settings they become in every process it starts (the SENDSTREAM_ ones of
 // its environment are dropped): pprof listeners of the server and the broker,
-// and knobs for experiments.
+// the server's metrics listener, and knobs for experiments.
 var passThrough = [][2]string{
 	{"BENCH_SERVER_DEBUG_ADDR", "SENDSTREAM_DEBUG_ADDR"},
 	{"BENCH_BROKER_DEBUG_ADDR", "SENDSTREAM_BROKER_DEBUG_ADDR"},
+	{"BENCH_SERVER_METRICS_LISTEN", "SENDSTREAM_METRICS_LISTEN"},
 	{"BENCH_SERVER_GC_PERCENT", "SENDSTREAM_GC_PERCENT"},
 	{"BENCH_SERVER_MEMORY_LIMIT_MB", "SENDSTREAM_MEMORY_LIMIT_MB"},
 	{"BENCH_BROKER_FSYNC", "SENDSTREAM_BROKER_FSYNC"},

@@ -78,12 +78,16 @@ type store struct {
 }
 
 // newStore returns a store whose batchers take up to batchMax messages a
-// statement. Two claim and two finish statements may be in flight, so a
-// batch fills while the previous one runs.
+// statement. One claim and one finish statement is in flight at a time, and
+// the next batch fills while it runs: with two in flight, the hand-offs
+// that finish one by one (each after its own render, signature and relay
+// answer) went to Postgres 5 to a statement instead of 10, and
+// transactional-e2e-dkim spent about 70 µs more Postgres CPU per message
+// (bench/README.md, "Profiling and experiments").
 func newStore(pg *pgxpool.Pool, token string, lease time.Duration, batchMax int) *store {
 	s := &store{pg: pg, token: token, lease: lease}
-	s.claims = pgsink.Batcher[string, claim]{Workers: 2, Max: batchMax, Timeout: 10 * time.Second, Run: s.claimBatch}
-	s.finishes = pgsink.Batcher[finishIn, finishOut]{Workers: 2, Max: batchMax, Timeout: 10 * time.Second, Run: s.finishBatch}
+	s.claims = pgsink.Batcher[string, claim]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Run: s.claimBatch}
+	s.finishes = pgsink.Batcher[finishIn, finishOut]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Run: s.finishBatch}
 	s.releases = pgsink.Batcher[string, struct{}]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Run: s.releaseBatch}
 	return s
 }
