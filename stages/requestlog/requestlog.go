@@ -91,8 +91,9 @@ type Stage struct {
 	breaker *breaker.Breaker   // around every insert into request_log
 	buf     chsink.Buffer[row] // one row per envelope id, the last copy
 
-	stop context.CancelFunc
-	done chan struct{}
+	stop      context.CancelFunc
+	done      chan struct{}
+	firstPass chan struct{} // closed when the start-up retention pass ended
 }
 
 var (
@@ -125,6 +126,8 @@ func New(ctx context.Context, r pipeline.Resources, cfg Config) (*Stage, error) 
 		breaker: breaker.New(BreakerName),
 		stop:    stop,
 		done:    make(chan struct{}),
+
+		firstPass: make(chan struct{}),
 	}
 	go s.retain(runCtx, cfg)
 	return s, nil

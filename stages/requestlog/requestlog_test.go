@@ -24,6 +24,13 @@ func newStage(t *testing.T, conn driver.Conn) *Stage {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	// The start-up retention pass queries request_log's parts: let it end
+	// before a test renames or drops anything under it.
+	select {
+	case <-s.firstPass:
+	case <-time.After(time.Minute):
+		t.Fatal("the start-up retention pass did not end within a minute")
+	}
 	return s
 }
 

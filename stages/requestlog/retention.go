@@ -17,9 +17,11 @@ var (
 )
 
 // retain runs DropExpired at start and then every cfg.RetentionEvery until
-// ctx is cancelled (by Close). Failures are logged and retried next round.
+// ctx is cancelled (by Close), closing firstPass after the start-up pass.
+// Failures are logged and retried next round.
 func (s *Stage) retain(ctx context.Context, cfg Config) {
 	defer close(s.done)
+	first := s.firstPass
 	tick := time.NewTicker(cfg.RetentionEvery)
 	defer tick.Stop()
 	for {
@@ -31,6 +33,10 @@ func (s *Stage) retain(ctx context.Context, cfg Config) {
 			s.log.Error("request-log retention failed", "err", err)
 		case len(dropped) > 0:
 			s.log.Info("request-log retention dropped partitions", "partitions", dropped)
+		}
+		if first != nil {
+			close(first)
+			first = nil
 		}
 		select {
 		case <-ctx.Done():
