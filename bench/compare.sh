@@ -38,14 +38,15 @@ echo "old=$old new=$new rounds=$rounds benchmarks=$names" | tee "$log"
 
 # run NAME BIN LABEL ROUND: one run; appends "NAME ROUND LABEL RATIO CPU" to the log.
 run() {
-	local line ratio cpu rate json
+	local line ratio cpu rate json exact
 	line=$("$harness" -run "$1" -pairs 1 -bin "$2" ${BENCH_ARGS:-} 2>&1 | grep -E "^$1: " | tail -1 || true)
 	ratio=$(grep -oE 'ratio [0-9.]+' <<<"$line" | head -1 | cut -d' ' -f2 || true)
 	# The line rounds the ratio to two digits, ±4% at transactional-send's
 	# 0.12: take the report's ratio (three digits) from the JSON result.
 	json=$(grep -oE '[^ ]+\.json$' <<<"$line" || true)
 	if [[ -n $json && -f $json ]]; then
-		ratio=$(grep -E '^  "ratio": ' "$json" | grep -oE '[0-9.]+' | head -1 || true)
+		exact=$(grep -E '^  "ratio": ' "$json" | grep -oE '[0-9.]+' | head -1 || true)
+		ratio=${exact:-$ratio}
 	fi
 	cpu=$(grep -oE 'server\+broker [0-9.]+' <<<"$line" | head -1 | cut -d' ' -f2 || true)
 	# "system 5.7k vs ...": the system's rate, k and M expanded.
