@@ -13,11 +13,6 @@ import (
 // use and stop on Close. Set the fields before the first Do and do not
 // change them after.
 //
-// Linger, when set, lets a statement that found fewer than Max calls
-// waiting wait that long for more before it runs: for calls that arrive
-// one by one (each after its own network wait), it trades that much added
-// latency for fewer, fuller statements. Zero runs at once.
-//
 // Run executes one statement for a batch of inputs and returns one output
 // per input, in input order; an error fails every call of the batch. It
 // runs on a Batcher worker with a context bounded by Timeout.
@@ -25,7 +20,6 @@ type Batcher[In, Out any] struct {
 	Workers int           // statements in flight at once (default 1)
 	Max     int           // calls per statement at most (default 256)
 	Timeout time.Duration // bound of one statement (default 10s)
-	Linger  time.Duration // wait for more calls before a statement (default 0)
 	Run     func(ctx context.Context, in []In) ([]Out, error)
 
 	once  sync.Once
@@ -98,7 +92,15 @@ func (b *Batcher[In, Out]) loop() {
 		case <-b.ctx.Done():
 			return
 		}
-		calls = b.fill(calls)
+	fill:
+		for len(calls) < b.Max {
+			select {
+			case c := <-b.queue:
+				calls = append(calls, c)
+			default:
+				break fill
+			}
+		}
 		for _, c := range calls {
 			ins = append(ins, c.in)
 		}
@@ -114,37 +116,6 @@ func (b *Batcher[In, Out]) loop() {
 			close(c.done)
 		}
 	}
-}
-
-// fill adds the calls waiting to calls, up to Max; with Linger it waits up
-// to Linger for more while the batch is not full.
-func (b *Batcher[In, Out]) fill(calls []*batchCall[In, Out]) []*batchCall[In, Out] {
-	var linger <-chan time.Time
-	for len(calls) < b.Max {
-		select {
-		case c := <-b.queue:
-			calls = append(calls, c)
-			continue
-		default:
-		}
-		if b.Linger <= 0 {
-			return calls
-		}
-		if linger == nil {
-			t := time.NewTimer(b.Linger)
-			defer t.Stop()
-			linger = t.C
-		}
-		select {
-		case c := <-b.queue:
-			calls = append(calls, c)
-		case <-linger:
-			return calls
-		case <-b.ctx.Done():
-			return calls
-		}
-	}
-	return calls
 }
 
 // Close stops the workers after the statements in flight. Safe to call

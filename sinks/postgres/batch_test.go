@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // TestBatcherSharesStatements: concurrent calls share statements, each
@@ -66,62 +64,4 @@ func TestBatcherSharesStatements(t *testing.T) {
 	if _, err := b.Do(ctx, 1); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled call: %v", err)
 	}
-}
-
-// TestBatcherLingerWaitsForCallsThatArriveOneByOne: without Linger a call
-// that finds the queue empty runs alone; with Linger it waits for the next
-// call and they share a statement; a lone call still runs once Linger
-// passes.
-func TestBatcherLingerWaitsForCallsThatArriveOneByOne(t *testing.T) {
-	var mu sync.Mutex
-	var sizes []int
-	newBatcher := func(linger time.Duration) *Batcher[int, int] {
-		mu.Lock()
-		sizes = nil
-		mu.Unlock()
-		return &Batcher[int, int]{Max: 2, Linger: linger, Run: func(_ context.Context, in []int) ([]int, error) {
-			mu.Lock()
-			sizes = append(sizes, len(in))
-			mu.Unlock()
-			return in, nil
-		}}
-	}
-	check := func(what string, want ...int) {
-		t.Helper()
-		mu.Lock()
-		defer mu.Unlock()
-		if !slices.Equal(sizes, want) {
-			t.Errorf("%s: statement sizes %v, want %v", what, sizes, want)
-		}
-	}
-	do := func(b *Batcher[int, int], i int) {
-		if v, err := b.Do(context.Background(), i); err != nil || v != i {
-			t.Errorf("call %d: %d %v", i, v, err)
-		}
-	}
-
-	b := newBatcher(0)
-	do(b, 1)
-	do(b, 2)
-	b.Close()
-	check("without Linger, one call after the other", 1, 1)
-
-	// A minute of Linger and Max 2: the first call waits for the second,
-	// made well after it, and both share one statement.
-	b = newBatcher(time.Minute)
-	first := make(chan struct{})
-	go func() {
-		defer close(first)
-		do(b, 1)
-	}()
-	time.Sleep(50 * time.Millisecond) // without Linger the first runs alone meanwhile
-	do(b, 2)
-	<-first
-	b.Close()
-	check("with Linger", 2)
-
-	b = newBatcher(time.Millisecond)
-	do(b, 1)
-	b.Close()
-	check("a lone call with Linger", 1)
 }

@@ -77,30 +77,17 @@ type store struct {
 	releases pgsink.Batcher[string, struct{}]
 }
 
-// claimLinger and finishLinger are how long a claim and a finish statement
-// wait for more calls when fewer than batchMax are waiting (newStore).
-const (
-	claimLinger  = 2 * time.Millisecond
-	finishLinger = 10 * time.Millisecond
-)
-
 // newStore returns a store whose batchers take up to batchMax messages a
 // statement. One claim and one finish statement is in flight at a time, and
 // the next batch fills while it runs: with two in flight, the hand-offs
 // that finish one by one (each after its own render, signature and relay
 // answer) went to Postgres 5 to a statement instead of 10, and
 // transactional-e2e-dkim spent about 70 µs more Postgres CPU per message
-// (bench/README.md, "Profiling and experiments"). A finish statement also
-// waits up to finishLinger for more outcomes, and a claim statement up to
-// claimLinger for more of a fetch's messages: at about 1,000 messages a
-// second under DKIM that took finishes from 0.10 to 0.04 statements per
-// message (as many as the pre-runner dispatcher ran) and the delivery
-// statements' Postgres time from 67 to 47 µs per message, for at most 10
-// ms more before a message's status is recorded.
+// (bench/README.md, "Profiling and experiments").
 func newStore(pg *pgxpool.Pool, token string, lease time.Duration, batchMax int) *store {
 	s := &store{pg: pg, token: token, lease: lease}
-	s.claims = pgsink.Batcher[string, claim]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Linger: claimLinger, Run: s.claimBatch}
-	s.finishes = pgsink.Batcher[finishIn, finishOut]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Linger: finishLinger, Run: s.finishBatch}
+	s.claims = pgsink.Batcher[string, claim]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Run: s.claimBatch}
+	s.finishes = pgsink.Batcher[finishIn, finishOut]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Run: s.finishBatch}
 	s.releases = pgsink.Batcher[string, struct{}]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Run: s.releaseBatch}
 	return s
 }
