@@ -16,33 +16,35 @@ var (
 	dropPartitionSQL string
 )
 
-// retain runs DropExpired at start and then every cfg.RetentionEvery until
-// ctx is cancelled (by Close), closing firstPass after the start-up pass.
-// Failures are logged and retried next round.
+// retain runs DropExpired at start, closes firstPass, and then runs it
+// every cfg.RetentionEvery until ctx is cancelled (by Close).
 func (s *Stage) retain(ctx context.Context, cfg Config) {
 	defer close(s.done)
-	first := s.firstPass
 	tick := time.NewTicker(cfg.RetentionEvery)
 	defer tick.Stop()
+	s.retentionPass(ctx, cfg)
+	close(s.firstPass)
 	for {
-		passCtx, cancel := context.WithTimeout(ctx, cfg.RetentionTimeout)
-		dropped, err := DropExpired(passCtx, s.conn, cfg.RetentionDays)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Error("request-log retention failed", "err", err)
-		case len(dropped) > 0:
-			s.log.Info("request-log retention dropped partitions", "partitions", dropped)
-		}
-		if first != nil {
-			close(first)
-			first = nil
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			s.retentionPass(ctx, cfg)
 		}
+	}
+}
+
+// retentionPass runs DropExpired once, bounded by cfg.RetentionTimeout.
+// Failures are logged and retried next round.
+func (s *Stage) retentionPass(ctx context.Context, cfg Config) {
+	passCtx, cancel := context.WithTimeout(ctx, cfg.RetentionTimeout)
+	defer cancel()
+	dropped, err := DropExpired(passCtx, s.conn, cfg.RetentionDays)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.log.Error("request-log retention failed", "err", err)
+	case len(dropped) > 0:
+		s.log.Info("request-log retention dropped partitions", "partitions", dropped)
 	}
 }
 
