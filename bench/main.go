@@ -39,6 +39,7 @@ func run() int {
 	keep := flag.Bool("keep", false, "keep scratch directories (server, broker and baseline logs) and the run's databases")
 	list := flag.Bool("list", false, "list benchmarks and baselines, then exit")
 	binFlag := flag.String("bin", "", "use this sendstream binary instead of building bin/sendstream (e.g. to compare builds)")
+	abFlag := flag.String("ab", "", "A/B mode: alternate this sendstream binary (A) with -bin or bin/sendstream (B) in every pair of one run, the idle one paused; reports B's rate over A's per pair")
 	cpuprofile := flag.String("cpuprofile", "", "write the load generator's (this process's) CPU profile to this file")
 	baselines := flag.String("baselines", "", "measure these baselines once (comma-separated, or \"all\") instead of running benchmarks")
 	flag.Parse()
@@ -135,6 +136,15 @@ func run() int {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "bench: %s: %s\n", b.Name, b.Doc)
+		if *abFlag != "" {
+			line, ok := runAB(ctx, b, opts, *abFlag, *out)
+			if !ok {
+				code = 1
+			}
+			fmt.Println(line)
+			summaries = append(summaries, line)
+			continue
+		}
 		rep := harness.Run(ctx, b, opts)
 		if rep.Skipped == "" {
 			if err := rep.Write(*out); err != nil {
@@ -266,4 +276,22 @@ func unitOf(name string) string {
 		return b.Unit
 	}
 	return "ops"
+}
+
+// runAB runs b in A/B mode against binary binA and writes the A/B report;
+// it returns the summary line and whether the run completed.
+func runAB(ctx context.Context, b *harness.Benchmark, opts harness.Options, binA, out string) (string, bool) {
+	abs, err := filepath.Abs(binA)
+	if err != nil {
+		return fmt.Sprintf("%s: A/B ERROR %v", b.Name, err), false
+	}
+	ab := harness.RunAB(ctx, b, opts, abs)
+	ok := ab.Error == ""
+	if ok {
+		if err := ab.Write(out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			ok = false
+		}
+	}
+	return ab.Summary(), ok
 }

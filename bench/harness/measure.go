@@ -23,13 +23,9 @@ func (r *runner) pairs(ctx context.Context) error {
 	p.Tolerance, p.MaxStealGap = r.o.tolerance(), r.o.maxStealGap()
 	for !p.Done() {
 		attempt := len(p.Pairs) + 1
-		slowest, steal := math.Inf(1), 0.0
-		for _, bs := range r.bases {
-			run, err := r.measure(ctx, attempt, "baseline", bs)
-			if err != nil {
-				return err
-			}
-			slowest, steal = math.Min(slowest, run.OpsPerSec), math.Max(steal, run.StealPct)
+		slowest, steal, err := r.measureBaselines(ctx, attempt)
+		if err != nil {
+			return err
 		}
 		run, err := r.measure(ctx, attempt, "system", r.sys)
 		if err != nil {

@@ -71,6 +71,8 @@ type runner struct {
 	s     *System
 	procs []*Process
 	conns int
+	// suffix tells the fresh databases of two systems in one run apart.
+	suffix string
 	// cleanup of the benchmark's Prepare, run after the system stopped.
 	cleanup func()
 	// dropDB drops the run's own databases, last.
@@ -80,7 +82,17 @@ type runner struct {
 // Run measures one benchmark and returns its report (also on error, with
 // Error or Skipped set). It does not write the report.
 func Run(ctx context.Context, b *Benchmark, o Options) *Report {
-	r := &runner{o: o, b: b, conns: o.Conns}
+	r := newRunner(b, o, "")
+	err := r.run(ctx)
+	r.stop()
+	r.finish(err)
+	return r.rep
+}
+
+// newRunner returns a runner of b whose fresh databases are named after
+// b and suffix.
+func newRunner(b *Benchmark, o Options, suffix string) *runner {
+	r := &runner{o: o, b: b, conns: o.Conns, suffix: suffix}
 	if b.Conns > 0 {
 		r.conns = b.Conns
 	}
@@ -90,9 +102,14 @@ func Run(ctx context.Context, b *Benchmark, o Options) *Report {
 		Config: Config{WarmupSec: o.Warmup.Seconds(), DurationSec: o.Duration.Seconds(), Pairs: o.Pairs,
 			Conns: r.conns, ServerProcs: o.ServerProcs, Tolerance: o.tolerance(), Stack: o.Stack},
 	}
-	err := r.run(ctx)
-	r.stop()
+	return r
+}
+
+// finish records how the run ended and removes the scratch directory of a
+// run that succeeded (unless Keep).
+func (r *runner) finish(err error) {
 	r.rep.Finished = time.Now()
+	b, o := r.b, r.o
 	switch {
 	case errors.Is(err, ErrSkip):
 		r.rep.Skipped = err.Error()
@@ -105,7 +122,6 @@ func Run(ctx context.Context, b *Benchmark, o Options) *Report {
 	} else if r.dir != "" {
 		r.logf("%s: logs and data kept in %s", b.Name, r.dir)
 	}
-	return r.rep
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -132,6 +148,32 @@ func (r *runner) stop() {
 }
 
 func (r *runner) run(ctx context.Context) error {
+	if err := r.setup(ctx); err != nil {
+		return err
+	}
+	b := r.b
+	if len(r.bases) > 0 {
+		if err := r.pairs(ctx); err != nil {
+			return err
+		}
+	}
+	for _, ol := range b.OpenLoop {
+		if err := r.openLoop(ctx, ol); err != nil {
+			return err
+		}
+	}
+	if b.Custom != nil && !b.SelfTest {
+		if err := r.custom(ctx); err != nil {
+			return err
+		}
+	}
+	r.evaluate()
+	return nil
+}
+
+// setup creates the fresh databases and the scratch directory, starts the
+// baselines and the system, and probes the system.
+func (r *runner) setup(ctx context.Context) error {
 	b := r.b
 	if !b.SelfTest {
 		if err := b.Exists(r.o.Root); err != nil {
@@ -143,7 +185,7 @@ func (r *runner) run(ctx context.Context) error {
 		if err := r.o.Stack.Missing(); err != nil {
 			return err
 		}
-		stack, drop, err := freshStores(ctx, r.o.Stack, b.Name)
+		stack, drop, err := freshStores(ctx, r.o.Stack, b.Name+r.suffix)
 		if err != nil {
 			return err
 		}
@@ -164,24 +206,5 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.startSystem(ctx); err != nil {
 		return err
 	}
-	if err := r.probe(ctx); err != nil {
-		return err
-	}
-	if len(r.bases) > 0 {
-		if err := r.pairs(ctx); err != nil {
-			return err
-		}
-	}
-	for _, ol := range b.OpenLoop {
-		if err := r.openLoop(ctx, ol); err != nil {
-			return err
-		}
-	}
-	if b.Custom != nil && !b.SelfTest {
-		if err := r.custom(ctx); err != nil {
-			return err
-		}
-	}
-	r.evaluate()
-	return nil
+	return r.probe(ctx)
 }
