@@ -97,12 +97,13 @@ func init() {
 			if out.Name == "" || out.Record == "" {
 				return errors.New("domain add printed no DKIM record")
 			}
-			sinkMu.Lock()
-			defer sinkMu.Unlock()
-			if current == nil {
+			sk := sinkOf(s)
+			if sk == nil {
 				return errors.New("no mail sink")
 			}
-			current.dkimName, current.dkimRecord = out.Name, out.Record
+			sinkMu.Lock()
+			defer sinkMu.Unlock()
+			sk.dkimName, sk.dkimRecord = out.Name, out.Record
 			return nil
 		},
 		Request: func(s *harness.System) *load.Request {
@@ -254,9 +255,17 @@ func (s *sink) verify(msg []byte) {
 }
 
 var (
-	sinkMu  sync.Mutex
-	current *sink // the sink of the benchmark running now
+	sinkMu sync.Mutex
+	sinks  = map[string]*sink{} // by the scratch directory of the system it serves
 )
+
+// sinkOf returns the mail sink that Prepare started for system s (two in
+// an A/B run).
+func sinkOf(s *harness.System) *sink {
+	sinkMu.Lock()
+	defer sinkMu.Unlock()
+	return sinks[s.Dir]
+}
 
 // prepareSink starts the sink and points the server at it.
 func prepareSink(dkim bool) func(ctx context.Context, dir string) ([]string, func(), error) {
@@ -272,10 +281,15 @@ func prepareSink(dkim bool) func(ctx context.Context, dir string) ([]string, fun
 		s.srv.ErrorLog = log.New(io.Discard, "", 0)
 		go func() { _ = s.srv.Serve(ln) }()
 		sinkMu.Lock()
-		current = s
+		sinks[dir] = s
 		sinkMu.Unlock()
 		env := []string{"SENDSTREAM_SMTP_URL=smtp://" + s.addr + "?tls=none&pool=16"}
-		return env, func() { _ = s.srv.Close() }, nil
+		return env, func() {
+			_ = s.srv.Close()
+			sinkMu.Lock()
+			delete(sinks, dir)
+			sinkMu.Unlock()
+		}, nil
 	}
 }
 
@@ -293,9 +307,7 @@ func noRelay(ctx context.Context, dir string) ([]string, func(), error) {
 // e2eWork drives sends and counts deliveries at the sink in the window.
 func e2eWork(from string) func(ctx context.Context, s *harness.System, w load.Window) (float64, error) {
 	return func(ctx context.Context, s *harness.System, w load.Window) (float64, error) {
-		sinkMu.Lock()
-		sk := current
-		sinkMu.Unlock()
+		sk := sinkOf(s)
 		if sk == nil {
 			return 0, errors.New("no mail sink")
 		}
