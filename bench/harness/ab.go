@@ -29,12 +29,14 @@ type ABReport struct {
 	RateRatios []float64 `json:"rateRatios"`
 	// CPURatios are B's server+broker CPU µs per operation over A's, per pair.
 	CPURatios []float64 `json:"cpuRatios"`
-	Median    float64   `json:"median"`    // median of RateRatios
-	MedianCPU float64   `json:"medianCpu"` // median of CPURatios
-	A         *Report   `json:"a"`
-	B         *Report   `json:"b"`
-	Error     string    `json:"error,omitempty"`
-	File      string    `json:"-"`
+	// Void counts pairs left out because a side completed no operation.
+	Void      int     `json:"void,omitempty"`
+	Median    float64 `json:"median"`    // median of RateRatios
+	MedianCPU float64 `json:"medianCpu"` // median of CPURatios
+	A         *Report `json:"a"`
+	B         *Report `json:"b"`
+	Error     string  `json:"error,omitempty"`
+	File      string  `json:"-"`
 }
 
 // RunAB measures b's pairs with binary binA (system A) and o.Bin (system B)
@@ -102,10 +104,18 @@ func (ab *ABReport) run(ctx context.Context, ra, rb *runner) error {
 		}
 		pa.AddWithSteal(slowest, runs[ra].OpsPerSec, steal, runs[ra].StealPct)
 		pb.AddWithSteal(slowest, runs[rb].OpsPerSec, steal, runs[rb].StealPct)
+		ra.logf("%s: A/B pair %d: baseline %s, A %s, B %s", b.Name, i, si(slowest), si(runs[ra].OpsPerSec), si(runs[rb].OpsPerSec))
+		if runs[ra].OpsPerSec <= 0 || runs[rb].OpsPerSec <= 0 {
+			ab.Void++ // a side that did nothing has no ratio
+			continue
+		}
 		ab.RateRatios = append(ab.RateRatios, round3(runs[rb].OpsPerSec/runs[ra].OpsPerSec))
-		ab.CPURatios = append(ab.CPURatios, round3(runs[rb].CPUUsPerOp["server+broker"]/runs[ra].CPUUsPerOp["server+broker"]))
-		ra.logf("%s: A/B pair %d: baseline %s, A %s, B %s, B/A %.3f", b.Name, i, si(slowest),
-			si(runs[ra].OpsPerSec), si(runs[rb].OpsPerSec), ab.RateRatios[i-1])
+		if ca, cb := runs[ra].CPUUsPerOp["server+broker"], runs[rb].CPUUsPerOp["server+broker"]; ca > 0 && cb > 0 {
+			ab.CPURatios = append(ab.CPURatios, round3(cb/ca))
+		}
+	}
+	if len(ab.RateRatios) == 0 {
+		return errors.New("no pair where both systems did any work")
 	}
 	for _, x := range []struct {
 		r *runner
@@ -165,8 +175,12 @@ func (ab *ABReport) Summary() string {
 	for i, x := range ab.RateRatios {
 		pairs[i] = fmt.Sprintf("%.3f", x)
 	}
-	return fmt.Sprintf("%s: A/B rate B/A median %.3f (pairs %s) | server+broker cpu/op B/A %.3f | ratio to baseline A %.3f, B %.3f | %s",
-		ab.Name, ab.Median, strings.Join(pairs, " "), ab.MedianCPU, ab.A.Ratio, ab.B.Ratio, ab.File)
+	void := ""
+	if ab.Void > 0 {
+		void = fmt.Sprintf(", %d left out: a side did nothing", ab.Void)
+	}
+	return fmt.Sprintf("%s: A/B rate B/A median %.3f (pairs %s%s) | server+broker cpu/op B/A %.3f | ratio to baseline A %.3f, B %.3f | %s",
+		ab.Name, ab.Median, strings.Join(pairs, " "), void, ab.MedianCPU, ab.A.Ratio, ab.B.Ratio, ab.File)
 }
 
 // Pause stops the system's server and broker (SIGSTOP).
