@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,7 +75,11 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = sr.run(ctx)
+			// Labelled, with every goroutine it starts (its Kafka client's
+			// included), so that a CPU profile splits by stage.
+			pprof.Do(ctx, pprof.Labels("stage", sr.reg.Name), func(ctx context.Context) {
+				errs[i] = sr.run(ctx)
+			})
 		}()
 	}
 	wg.Wait()
