@@ -2,12 +2,9 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -151,16 +148,9 @@ func (r *runner) measureBaselines(ctx context.Context, attempt int) (float64, fl
 
 // Write saves the A/B report as NAME-ab-TIMESTAMP.json in dir.
 func (ab *ABReport) Write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("results dir: %w", err)
-	}
-	data, err := json.MarshalIndent(ab, "", "  ")
+	path, err := writeJSON(dir, fmt.Sprintf("%s-ab-%s.json", ab.Name, ab.Started.UTC().Format("20060102T150405Z")), ab)
 	if err != nil {
-		return fmt.Errorf("encode A/B report: %w", err)
-	}
-	path := filepath.Join(dir, fmt.Sprintf("%s-ab-%s.json", ab.Name, ab.Started.UTC().Format("20060102T150405Z")))
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write A/B report: %w", err)
+		return fmt.Errorf("A/B report: %w", err)
 	}
 	ab.File = path
 	return nil

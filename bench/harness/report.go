@@ -138,20 +138,29 @@ func (r *Report) latencyCheck(name string, limit time.Duration, actual float64, 
 
 // Write stores the report as JSON in dir and remembers the file name.
 func (r *Report) Write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("results dir: %w", err)
-	}
-	name := fmt.Sprintf("%s-%s.json", r.Name, r.Started.UTC().Format("20060102T150405Z"))
-	b, err := json.MarshalIndent(r, "", "  ")
+	path, err := writeJSON(dir, fmt.Sprintf("%s-%s.json", r.Name, r.Started.UTC().Format("20060102T150405Z")), r)
 	if err != nil {
-		return fmt.Errorf("encode report: %w", err)
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write report: %w", err)
+		return fmt.Errorf("report: %w", err)
 	}
 	r.File = path
 	return nil
+}
+
+// writeJSON writes v, indented, to dir/name (creating dir) and returns the
+// file's path.
+func writeJSON(dir, name string, v any) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("results dir: %w", err)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode: %w", err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write: %w", err)
+	}
+	return path, nil
 }
 
 // Summary is the one-line verdict printed for the benchmark.
