@@ -20,7 +20,14 @@ type Batcher[In, Out any] struct {
 	Workers int           // statements in flight at once (default 1)
 	Max     int           // calls per statement at most (default 256)
 	Timeout time.Duration // bound of one statement (default 10s)
-	Run     func(ctx context.Context, in []In) ([]Out, error)
+	// Linger, when positive, lets a worker whose last statement carried
+	// more than one call wait up to this long after the next batch's first
+	// call for more (until Max): calls that finish one by one, as hand-offs
+	// do, then share a statement instead of each arriving alone during a
+	// short one. After a statement of one call (light load) the next call
+	// runs at once.
+	Linger time.Duration
+	Run    func(ctx context.Context, in []In) ([]Out, error)
 
 	once  sync.Once
 	queue chan *batchCall[In, Out]
@@ -84,6 +91,7 @@ func (b *Batcher[In, Out]) loop() {
 	defer b.wg.Done()
 	calls := make([]*batchCall[In, Out], 0, b.Max)
 	ins := make([]In, 0, b.Max)
+	shared := false // the last statement carried more than one call
 	for {
 		calls, ins = calls[:0], ins[:0]
 		select {
@@ -92,15 +100,11 @@ func (b *Batcher[In, Out]) loop() {
 		case <-b.ctx.Done():
 			return
 		}
-	fill:
-		for len(calls) < b.Max {
-			select {
-			case c := <-b.queue:
-				calls = append(calls, c)
-			default:
-				break fill
-			}
+		calls = b.fill(calls)
+		if shared && b.Linger > 0 && len(calls) < b.Max {
+			calls = b.linger(calls)
 		}
+		shared = len(calls) > 1
 		for _, c := range calls {
 			ins = append(ins, c.in)
 		}
@@ -116,6 +120,36 @@ func (b *Batcher[In, Out]) loop() {
 			close(c.done)
 		}
 	}
+}
+
+// fill adds the calls waiting in the queue to calls, up to Max.
+func (b *Batcher[In, Out]) fill(calls []*batchCall[In, Out]) []*batchCall[In, Out] {
+	for len(calls) < b.Max {
+		select {
+		case c := <-b.queue:
+			calls = append(calls, c)
+		default:
+			return calls
+		}
+	}
+	return calls
+}
+
+// linger adds the calls that arrive within Linger to calls, up to Max.
+func (b *Batcher[In, Out]) linger(calls []*batchCall[In, Out]) []*batchCall[In, Out] {
+	t := time.NewTimer(b.Linger)
+	defer t.Stop()
+	for len(calls) < b.Max {
+		select {
+		case c := <-b.queue:
+			calls = append(calls, c)
+		case <-t.C:
+			return calls
+		case <-b.ctx.Done():
+			return calls
+		}
+	}
+	return calls
 }
 
 // Close stops the workers after the statements in flight. Safe to call

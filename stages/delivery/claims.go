@@ -67,6 +67,13 @@ type finishOut struct {
 	ok bool
 }
 
+// batchLinger is how long a claim or finish statement waits for more
+// calls once statements are shared (pgsink.Batcher.Linger): a message waits
+// at most this much longer, and under load the statements carry more
+// messages each. With 1 ms, transactional-e2e and -e2e-dkim ran 7.7% and
+// 7.4% faster (medians of 6 alternating A/B pairs, bench -ab).
+const batchLinger = time.Millisecond
+
 // store runs the stage's statements on a pool of its own.
 type store struct {
 	pg       *pgxpool.Pool
@@ -84,10 +91,13 @@ type store struct {
 // answer) went to Postgres 5 to a statement instead of 10, and
 // transactional-e2e-dkim spent about 70 µs more Postgres CPU per message
 // (bench/README.md, "Profiling and experiments").
+//
+// Claims and finishes linger (batchLinger) once their statements are
+// shared, since under load they arrive one by one.
 func newStore(pg *pgxpool.Pool, token string, lease time.Duration, batchMax int) *store {
 	s := &store{pg: pg, token: token, lease: lease}
-	s.claims = pgsink.Batcher[string, claim]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Run: s.claimBatch}
-	s.finishes = pgsink.Batcher[finishIn, finishOut]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Run: s.finishBatch}
+	s.claims = pgsink.Batcher[string, claim]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Linger: batchLinger, Run: s.claimBatch}
+	s.finishes = pgsink.Batcher[finishIn, finishOut]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Linger: batchLinger, Run: s.finishBatch}
 	s.releases = pgsink.Batcher[string, struct{}]{Workers: 1, Max: batchMax, Timeout: 10 * time.Second, Run: s.releaseBatch}
 	return s
 }
