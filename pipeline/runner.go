@@ -139,7 +139,7 @@ func newStageRunner(cfg *RunConfig, reg Registered, st Stage) *stageRunner {
 }
 
 // run consumes until ctx is cancelled, reopening the reader with backoff
-// after failures.
+// after failures (reopenAfter).
 func (s *stageRunner) run(ctx context.Context) error {
 	failures := 0
 	consume := s.consume
@@ -147,6 +147,7 @@ func (s *stageRunner) run(ctx context.Context) error {
 		consume = s.consumeKeyed
 	}
 	for {
+		opened := time.Now()
 		err := consume(ctx)
 		if ctx.Err() != nil {
 			if err != nil {
@@ -158,9 +159,9 @@ func (s *stageRunner) run(ctx context.Context) error {
 			failures = 0
 			continue
 		}
-		failures++
+		var wait time.Duration
+		failures, wait = reopenAfter(failures, time.Since(opened), s.cfg.BackoffBase, s.cfg.BackoffMax)
 		s.reopens.Inc()
-		wait := backoff(failures-1, s.cfg.BackoffBase, s.cfg.BackoffMax)
 		s.log.Error("stage failed; reopening reader", "err", err, "retryIn", wait)
 		select {
 		case <-time.After(wait):
@@ -168,6 +169,21 @@ func (s *stageRunner) run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// reopenAfter counts a reader's failure after it ran for ran and returns
+// the new count of failures in a row and the wait before reopening:
+// base·2^(count-1), capped at max. A reader that ran for max or longer had
+// recovered, so its failure starts again from base: otherwise every
+// disruption (a rebalance, a session that expired while the process was
+// paused) added to the count for good, and after a few the stage sat out
+// max each time.
+func reopenAfter(failures int, ran, base, max time.Duration) (int, time.Duration) {
+	if ran >= max {
+		failures = 0
+	}
+	failures++
+	return failures, backoff(failures-1, base, max)
 }
 
 // backoff returns base·2^attempt capped at max.
