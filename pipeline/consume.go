@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +41,7 @@ func (s *stageRunner) newClient() (*kgo.Client, error) {
 		kgo.FetchMinBytes(int32(max(s.reg.FetchMinBytes, 1))),
 		kgo.FetchMaxBytes(10<<20),
 		kgo.FetchMaxPartitionBytes(10<<20),
-		kgo.FetchMaxWait(cmp.Or(s.reg.FetchMaxWait, c.MaxWait)),
+		kgo.FetchMaxWait(s.fetchMaxWait()),
 		kgo.SessionTimeout(c.SessionTimeout),
 		kgo.RebalanceTimeout(c.RebalanceTimeout),
 		kgo.HeartbeatInterval(c.HeartbeatInterval),
@@ -55,6 +54,19 @@ func (s *stageRunner) newClient() (*kgo.Client, error) {
 		return nil, fmt.Errorf("stage %s: consumer: %w", s.reg.Name, err)
 	}
 	return cl, nil
+}
+
+// fetchMaxWait is the stage's fetch long-poll: Spec.FetchMaxWait, else
+// BatchFetchWait for a stage that set FetchMinBytes (a record must not wait
+// for the idle poll), else the runner's MaxWait.
+func (s *stageRunner) fetchMaxWait() time.Duration {
+	switch {
+	case s.reg.FetchMaxWait > 0:
+		return s.reg.FetchMaxWait
+	case s.reg.FetchMinBytes > 1:
+		return min(BatchFetchWait, s.cfg.MaxWait)
+	}
+	return s.cfg.MaxWait
 }
 
 // kgoLogger passes the consumer client's warnings and errors to the log.

@@ -160,13 +160,14 @@ type Resources struct {
 // input envelope).
 //
 // FetchMinBytes, when set, lets the broker hold a fetch until that many
-// bytes are waiting (or the runner's MaxWait passed): fewer, larger fetches
-// for a stage that buffers anyway (a Flusher writing batches), at the cost
-// of up to MaxWait of added latency when traffic is light. Zero fetches as
-// soon as one record is there. FetchMaxWait, when set, replaces the
-// runner's MaxWait for this stage: with FetchMinBytes it bounds the added
-// latency (BusyFetchWait: a stage that reads a busy topic for a few of its
-// types, fetching a batch at a time instead of after every produce).
+// bytes are waiting (or BatchFetchWait passed): fewer, larger fetches for a
+// stage that buffers anyway (a Flusher writing batches), at the cost of up
+// to BatchFetchWait of added latency when traffic is light. Zero fetches as
+// soon as one record is there (an idle fetch returns after the runner's
+// MaxWait). FetchMaxWait, when set, replaces both waits for this stage:
+// with FetchMinBytes it bounds the added latency (BusyFetchWait: a stage
+// that reads a busy topic for a few of its types, fetching a batch at a
+// time instead of after every produce).
 //
 // UncheckedPayload is for a stage whose Handle parses env.Payload with a
 // parser that refuses anything but exactly one valid JSON value: the runner
@@ -331,6 +332,11 @@ func IsUnavailable(err error) bool {
 // answers its fetches in large chunks rather than once per produce request
 // of the ingest tier.
 const BatchFetchBytes = 256 << 10
+
+// BatchFetchWait is the longest a fetch of a stage with FetchMinBytes (and
+// no FetchMaxWait) waits for them: a record waits at most this long, plus
+// the stage's FlushInterval, before it is written when traffic is light.
+const BatchFetchWait = 900 * time.Millisecond
 
 // BusyFetchBytes and BusyFetchWait are the FetchMinBytes and FetchMaxWait
 // of a stage that must act within a fraction of a second but reads a busy

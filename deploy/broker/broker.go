@@ -7,6 +7,7 @@ package broker
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -150,6 +151,7 @@ func Run(args []string) error {
 		return fmt.Errorf("broker: start kfake: %w", err)
 	}
 	persistAutoCreatedTopics(cluster)
+	requestNoClientMetrics(cluster)
 	addrs := cluster.ListenAddrs()
 	if len(addrs) != 1 {
 		cluster.Close()
@@ -197,6 +199,38 @@ func persistAutoCreatedTopics(c *kfake.Cluster) {
 		}
 		return nil, nil, false
 	})
+}
+
+// requestNoClientMetrics answers every client's KIP-714 subscription
+// request with no metrics, as a stock Kafka broker without a metrics
+// reporter plugin does. kfake subscribes every client to all its metrics,
+// pushed every 30 s: with a process's two dozen clients that was a steady
+// stream of gzip-compressed pushes through the broker's one request loop
+// for metrics nobody reads (the processes export theirs over Prometheus).
+func requestNoClientMetrics(c *kfake.Cluster) {
+	c.ControlKey(int16(kmsg.GetTelemetrySubscriptions), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r, ok := req.(*kmsg.GetTelemetrySubscriptionsRequest)
+		if !ok {
+			return nil, nil, false
+		}
+		resp := r.ResponseKind().(*kmsg.GetTelemetrySubscriptionsResponse)
+		resp.Version = r.Version
+		resp.ClientInstanceID = r.ClientInstanceID
+		if resp.ClientInstanceID == [16]byte{} {
+			resp.ClientInstanceID = newInstanceID()
+		}
+		resp.SubscriptionID = 0
+		resp.PushIntervalMillis = 300000
+		return resp, nil, true
+	})
+}
+
+// newInstanceID is a random client instance id (KIP-714: the broker
+// assigns one to a client that sent none).
+func newInstanceID() (id [16]byte) {
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails
+	return id
 }
 
 func parseKfakeLevel(s string) (kfake.LogLevel, error) {

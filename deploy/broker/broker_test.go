@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The broker runs in a child process (this test binary re-executed), so
@@ -272,5 +274,37 @@ func TestBrokerRejectsBadSettings(t *testing.T) {
 				t.Fatalf("Run with %s=%s: %v, want an error naming %s", c.env, c.val, err, c.want)
 			}
 		})
+	}
+}
+
+// TestBrokerRequestsNoClientMetrics: like a stock Kafka broker without a
+// metrics reporter, the broker subscribes a client to no KIP-714 metrics
+// (kfake's default is all of them every 30 s), and assigns an instance id
+// to a client that sent none.
+func TestBrokerRequestsNoClientMetrics(t *testing.T) {
+	_, addr := startHelperBroker(t, t.TempDir())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DisableClientMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.RequestedMetrics) != 0 {
+		t.Errorf("requested metrics %q, want none", resp.RequestedMetrics)
+	}
+	if resp.ClientInstanceID == [16]byte{} {
+		t.Error("no client instance id assigned")
+	}
+	if resp.PushIntervalMillis < 60000 {
+		t.Errorf("push interval %d ms: a client would ask again that often", resp.PushIntervalMillis)
 	}
 }
