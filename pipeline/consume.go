@@ -139,10 +139,12 @@ func (s *stageRunner) startFetcher(ctx context.Context, cl *kgo.Client) (<-chan 
 	if s.reg.UncheckedPayload {
 		decode = schemas.DecodeEnvelopeUnchecked
 	}
-	want := typeSet(s.reg.Types)
-	ignore := func(*schemas.Envelope) bool { return false }
+	pass := passOver{want: typeSet(s.reg.Types), decode: decode}
 	if ig, ok := s.stage.(Ignorer); ok {
-		ignore = ig.Ignores
+		pass.ignore = ig.Ignores
+	}
+	if ig, ok := s.stage.(KindIgnorer); ok {
+		pass.ignoreKind = ig.IgnoresKind
 	}
 	go func() {
 		defer close(done)
@@ -154,7 +156,7 @@ func (s *stageRunner) startFetcher(ctx context.Context, cl *kgo.Client) (<-chan 
 			for _, ft := range fs {
 				for _, t := range ft.Topics {
 					for _, part := range t.Partitions {
-						if !forward(ctx, ch, part, decode, want, ignore) {
+						if !forward(ctx, ch, part, &pass) {
 							return
 						}
 					}
@@ -172,21 +174,43 @@ func (s *stageRunner) startFetcher(ctx context.Context, cl *kgo.Client) (<-chan 
 	return ch, done
 }
 
-// forward decodes the records of part and sends them to ch in order; a
-// record whose type header is not in want (when want is not nil) is sent
-// undecoded, marked skip, and so is one whose envelope ignore reports the
-// stage would do nothing with. It returns false when ctx ended first.
-func forward(ctx context.Context, ch chan<- fetched, part kgo.FetchPartition, decode func([]byte, *schemas.Envelope) error,
-	want map[string]struct{}, ignore func(*schemas.Envelope) bool) bool {
+// passOver decides which records a stage passes over undecoded: a type
+// not in want (when want is not nil), or one ignoreKind reports it would do
+// nothing with; other records are decoded, and passed over too when ignore
+// says so. The funcs may be nil.
+type passOver struct {
+	want       map[string]struct{}
+	decode     func([]byte, *schemas.Envelope) error
+	ignore     func(*schemas.Envelope) bool
+	ignoreKind func(typ, workspace string) bool
+}
+
+// read fills f from r: skip, or the decoded envelope (or its error).
+func (p *passOver) read(r *kgo.Record, f *fetched) {
+	typ, ws, hasType, hasWS := kindHeaders(r.Headers)
+	if hasType && p.want != nil {
+		if _, ok := p.want[string(typ)]; !ok {
+			f.skip = true
+			return
+		}
+	}
+	if hasType && hasWS && p.ignoreKind != nil && p.ignoreKind(string(typ), string(ws)) {
+		f.skip = true
+		return
+	}
+	f.decodeErr = p.decode(f.m.Value, &f.env)
+	f.skip = f.decodeErr == nil && p.ignore != nil && p.ignore(&f.env)
+}
+
+// forward reads the records of part (passOver.read) and sends them to ch
+// in order. It returns false when ctx ended first.
+func forward(ctx context.Context, ch chan<- fetched, part kgo.FetchPartition, p *passOver) bool {
 	for _, r := range part.Records {
 		f := fetched{m: message{
 			Topic: r.Topic, Partition: int(r.Partition), Offset: r.Offset, LeaderEpoch: r.LeaderEpoch,
 			HighWaterMark: part.HighWatermark, Key: r.Key, Value: r.Value,
 		}}
-		if f.skip = !wanted(r.Headers, want); !f.skip {
-			f.decodeErr = decode(f.m.Value, &f.env)
-			f.skip = f.decodeErr == nil && ignore(&f.env)
-		}
+		p.read(r, &f)
 		select {
 		case ch <- f:
 		case <-ctx.Done():
@@ -208,20 +232,18 @@ func typeSet(types []string) map[string]struct{} {
 	return set
 }
 
-// wanted reports whether a record with headers hs is one the stage
-// handles: want is nil, the record has no type header, or its type is in
-// want.
-func wanted(hs []kgo.RecordHeader, want map[string]struct{}) bool {
-	if want == nil {
-		return true
-	}
+// kindHeaders returns the values of the type and workspace headers of a
+// record (Publish's), and whether each was there.
+func kindHeaders(hs []kgo.RecordHeader) (typ, ws []byte, hasType, hasWS bool) {
 	for _, h := range hs {
-		if h.Key == typeHeader {
-			_, ok := want[string(h.Value)]
-			return ok
+		switch h.Key {
+		case typeHeader:
+			typ, hasType = h.Value, true
+		case workspaceHeader:
+			ws, hasWS = h.Value, true
 		}
 	}
-	return true
+	return typ, ws, hasType, hasWS
 }
 
 // fetchError returns the first error of fs that needs the client reopened.

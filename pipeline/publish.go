@@ -20,12 +20,18 @@ import (
 // request-log envelope with its bodies is about 700 bytes).
 const envelopeSizeHint = 1024
 
-// typeHeader is the record header carrying the envelope type.
-const typeHeader = "type"
+// typeHeader and workspaceHeader are the record headers carrying the
+// envelope's type and workspace (the latter only when it has one): a
+// consumer can pass over a record by them without decoding it.
+const (
+	typeHeader      = "type"
+	workspaceHeader = "workspace"
+)
 
 // Publish JSON-encodes envs and produces them to TopicPrefix+topic with
 // acks=all, each to partition hash(env.Key) mod partitions (env.ID when the
-// key is empty); each record carries the envelope type in a "type" header.
+// key is empty); each record carries the envelope type in a "type" header
+// and its workspace, when it has one, in a "workspace" header.
 // It returns nil once every envelope is acknowledged, the first produce
 // error (wrapped) otherwise, or ctx's error when ctx ends first (the
 // envelopes may still be written then). Encoding errors and oversized
@@ -52,7 +58,7 @@ func (p *Producer) PublishBatches(ctx context.Context, batches ...Batch) error {
 	c := newCall(n)
 	recs, hdrs := c.recs[:], c.hdrs[:]
 	if n > len(recs) {
-		recs, hdrs = make([]kgo.Record, n), make([]kgo.RecordHeader, n)
+		recs, hdrs = make([]kgo.Record, n), make([]kgo.RecordHeader, 2*n)
 	}
 	// One buffer holds every encoded value and key of this call: sized for
 	// the usual envelope, it grows (and earlier values keep the old array)
@@ -64,7 +70,7 @@ func (p *Producer) PublishBatches(ctx context.Context, batches ...Batch) error {
 		name := p.cfg.TopicPrefix + b.Topic
 		for j := range b.Envs {
 			var err error
-			if buf, err = p.appendRecord(buf, name, &b.Envs[j], &recs[i], hdrs[i:i+1:i+1]); err != nil {
+			if buf, err = p.appendRecord(buf, name, &b.Envs[j], &recs[i], hdrs[2*i:2*i+2:2*i+2]); err != nil {
 				c.release()
 				return err
 			}
@@ -93,8 +99,9 @@ func (p *Producer) PublishBatches(ctx context.Context, batches ...Batch) error {
 	}
 }
 
-// appendRecord encodes env onto buf and points rec (and its type header
-// hdr, one header long) at the encoded value and key, for topic name.
+// appendRecord encodes env onto buf and points rec at the encoded value
+// and key, for topic name, and at its headers in hdr (two long), whose
+// values are also written onto buf.
 func (p *Producer) appendRecord(buf []byte, name string, env *schemas.Envelope, rec *kgo.Record, hdr []kgo.RecordHeader) ([]byte, error) {
 	start := len(buf)
 	buf, err := schemas.AppendEnvelope(buf, env)
@@ -111,8 +118,17 @@ func (p *Producer) appendRecord(buf []byte, name string, env *schemas.Envelope, 
 	}
 	ks := len(buf)
 	buf = append(buf, key...)
-	hdr[0] = kgo.RecordHeader{Key: typeHeader, Value: []byte(env.Type)}
-	*rec = kgo.Record{Topic: name, Key: buf[ks:len(buf):len(buf)], Value: v, Headers: hdr}
+	ts := len(buf)
+	buf = append(buf, env.Type...)
+	ws := len(buf)
+	buf = append(buf, env.Workspace...)
+	hdr[0] = kgo.RecordHeader{Key: typeHeader, Value: buf[ts:ws:ws]}
+	hdrs := hdr[:1]
+	if env.Workspace != "" {
+		hdr[1] = kgo.RecordHeader{Key: workspaceHeader, Value: buf[ws:len(buf):len(buf)]}
+		hdrs = hdr[:2]
+	}
+	*rec = kgo.Record{Topic: name, Key: buf[ks:ts:ts], Value: v, Headers: hdrs}
 	return buf, nil
 }
 
@@ -159,10 +175,10 @@ func (p *Producer) names(batches []Batch) string {
 type call struct {
 	remaining atomic.Int32
 	errMu     sync.Mutex
-	err       error         // the first error, under errMu
-	done      chan struct{} // receives once, when remaining reaches zero
-	recs      [4]kgo.Record // backing array of the usual call's records
-	hdrs      [4]kgo.RecordHeader
+	err       error               // the first error, under errMu
+	done      chan struct{}       // receives once, when remaining reaches zero
+	recs      [4]kgo.Record       // backing array of the usual call's records
+	hdrs      [8]kgo.RecordHeader // two per record
 	promise   func(*kgo.Record, error)
 }
 
@@ -201,7 +217,7 @@ func newCall(n int) *call {
 func (c *call) release() {
 	c.err = nil
 	c.recs = [4]kgo.Record{}
-	c.hdrs = [4]kgo.RecordHeader{}
+	c.hdrs = [8]kgo.RecordHeader{}
 	calls.Put(c)
 }
 

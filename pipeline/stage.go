@@ -64,6 +64,16 @@ type Ignorer interface {
 	Ignores(env *schemas.Envelope) bool
 }
 
+// KindIgnorer is an Ignorer whose answer depends only on an envelope's
+// type and workspace. Publish writes both into every record's headers, so
+// the runner asks IgnoresKind before decoding and never decodes a record it
+// ignores; a record without those headers is decoded and asked Ignores.
+// The same rules hold: at once, from a cache, false when in doubt.
+type KindIgnorer interface {
+	Ignorer
+	IgnoresKind(typ, workspace string) bool
+}
+
 // Closer is implemented by stages holding resources; the runner calls Close
 // once after the last Handle and Flush.
 type Closer interface {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,6 +111,78 @@ func TestRunIgnorerPassesOverWhatItIgnores(t *testing.T) {
 			}
 			if n := st.asked.Load(); n < int32(len(envs)) {
 				t.Errorf("Ignores asked %d times for %d envelopes", n, len(envs))
+			}
+		})
+	}
+}
+
+// kindIgnoringRecorder is a recorder that, as a pipeline.KindIgnorer,
+// ignores workspace "ws-skip" by the record headers, and counts the
+// envelopes it was asked about after a decode.
+type kindIgnoringRecorder struct {
+	*recorder
+	mu      sync.Mutex
+	kinds   map[string]int // "type/workspace" asked of IgnoresKind
+	decoded map[string]int // envelope id → Ignores calls (each after a decode)
+}
+
+func (r *kindIgnoringRecorder) IgnoresKind(typ, ws string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.kinds[typ+"/"+ws]++
+	return ws == "ws-skip"
+}
+
+func (r *kindIgnoringRecorder) Ignores(env *schemas.Envelope) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.decoded[env.ID]++
+	return false
+}
+
+// TestRunKindIgnorerSkipsUndecoded: a KindIgnorer is asked by the type and
+// workspace headers Publish writes; what it ignores is never decoded (never
+// reaches Ignores) nor handled, yet is committed; the rest is decoded and
+// handled once.
+func TestRunKindIgnorerSkipsUndecoded(t *testing.T) {
+	for _, conc := range []int{0, 8} {
+		t.Run(fmt.Sprintf("concurrency %d", conc), func(t *testing.T) {
+			brokers, p := runnerCluster(t)
+			st := &kindIgnoringRecorder{recorder: newRecorder(), kinds: map[string]int{}, decoded: map[string]int{}}
+			name := fmt.Sprintf("kindignorer%d", conc)
+			reg := registered(name, st)
+			reg.Concurrency = conc
+			startRun(t, testRunConfig(brokers, p, reg))
+
+			envs := make([]schemas.Envelope, 120)
+			for i := range envs {
+				envs[i] = testEnv(fmt.Sprintf("key%d", i%3), i)
+				if i%2 == 1 {
+					envs[i].Workspace = "ws-skip"
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := p.Publish(ctx, tIn, envs...); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "commits past every record", 15*time.Second, func() bool { return totalCommitted(t, brokers, name) == int64(len(envs)) })
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			for _, e := range envs {
+				handled, decoded := 1, 1
+				if e.Workspace == "ws-skip" {
+					handled, decoded = 0, 0
+				}
+				if got := st.times(e.ID); got != handled {
+					t.Errorf("%s (workspace %s) handled %d times, want %d", e.ID, e.Workspace, got, handled)
+				}
+				if got := st.decoded[e.ID]; got != decoded {
+					t.Errorf("%s (workspace %s) decoded %d times, want %d", e.ID, e.Workspace, got, decoded)
+				}
+			}
+			if st.kinds["test.created.v1/ws1"] != 60 || st.kinds["test.created.v1/ws-skip"] != 60 {
+				t.Errorf("IgnoresKind asked %v, want 60 of each workspace", st.kinds)
 			}
 		})
 	}

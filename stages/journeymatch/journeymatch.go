@@ -106,7 +106,10 @@ type Stage struct {
 	has *ttlcache.Cache[bool]
 }
 
-var _ pipeline.Stage = (*Stage)(nil)
+var (
+	_ pipeline.Stage       = (*Stage)(nil)
+	_ pipeline.KindIgnorer = (*Stage)(nil)
+)
 
 // New returns the matching stage on pg, starting executions in store.
 func New(pg *pgxpool.Pool, store *journeys.Store) *Stage {
@@ -114,14 +117,21 @@ func New(pg *pgxpool.Pool, store *journeys.Store) *Stage {
 }
 
 // Ignores reports (pipeline.Ignorer) that Handle would return nothing for
-// env: a type it does not match, or a workspace the cache knows has no
-// journey (within the cache's TTL, as Handle would). Without a cached
-// answer it returns false and Handle asks Postgres.
+// env: IgnoresKind of its type and workspace.
 func (s *Stage) Ignores(env *schemas.Envelope) bool {
-	if env.Type != schemas.TypeEventMatched && env.Type != schemas.TypeContactJoinedList {
+	return s.IgnoresKind(env.Type, env.Workspace)
+}
+
+// IgnoresKind reports (pipeline.KindIgnorer) that Handle would return
+// nothing for an envelope of type typ in workspace ws: a type it does not
+// match, or a workspace the cache knows has no journey (within the cache's
+// TTL, as Handle would). Without a cached answer it returns false and
+// Handle asks Postgres.
+func (s *Stage) IgnoresKind(typ, ws string) bool {
+	if typ != schemas.TypeEventMatched && typ != schemas.TypeContactJoinedList {
 		return true
 	}
-	has, ok := s.has.Peek(env.Workspace)
+	has, ok := s.has.Peek(ws)
 	return ok && !has
 }
 

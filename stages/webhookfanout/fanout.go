@@ -107,11 +107,20 @@ type peeker interface {
 }
 
 // Ignores reports (pipeline.Ignorer) that Handle would return nothing for
-// env: its type is not fanned out, or every source's cache says no target
-// wants its event (within the targets' TTL, as Handle would). Without a
-// cached answer it returns false and Handle looks the targets up.
+// env: IgnoresKind of its type and workspace.
 func (s *Stage) Ignores(env *schemas.Envelope) bool {
-	name, ok := s.events[env.Type]
+	return s.IgnoresKind(env.Type, env.Workspace)
+}
+
+// IgnoresKind reports (pipeline.KindIgnorer) that Handle would return
+// nothing for an envelope of type typ in workspace ws: the type is not
+// fanned out, or every source's cache says no target wants its event
+// (within the targets' TTL, as Handle would). Without a cached answer it
+// returns false and Handle looks the targets up. The runner asks it from
+// the record headers, so most envelopes (workspaces without webhooks) are
+// passed over undecoded.
+func (s *Stage) IgnoresKind(typ, ws string) bool {
+	name, ok := s.events[typ]
 	if !ok {
 		return true
 	}
@@ -120,7 +129,7 @@ func (s *Stage) Ignores(env *schemas.Envelope) bool {
 		if !ok {
 			return false
 		}
-		if hooks, ok := p.Peek(env.Workspace, name); !ok || len(hooks) > 0 {
+		if hooks, ok := p.Peek(ws, name); !ok || len(hooks) > 0 {
 			return false
 		}
 	}
@@ -264,4 +273,7 @@ func Body(env schemas.Envelope, name string, payload map[string]json.RawMessage,
 	return b, nil
 }
 
-var _ pipeline.Stage = (*Stage)(nil)
+var (
+	_ pipeline.Stage       = (*Stage)(nil)
+	_ pipeline.KindIgnorer = (*Stage)(nil)
+)
