@@ -18,13 +18,10 @@ import (
 func TestRunTypesPassesOverOtherTypes(t *testing.T) {
 	for _, conc := range []int{0, 8} {
 		t.Run(fmt.Sprintf("concurrency %d", conc), func(t *testing.T) {
-			brokers, p := runnerCluster(t)
 			st := newRecorder()
 			name := fmt.Sprintf("types%d", conc)
 			reg := registered(name, st)
 			reg.Types, reg.Concurrency = []string{"test.kept.v1"}, conc
-			startRun(t, testRunConfig(brokers, p, reg))
-
 			envs := make([]schemas.Envelope, 200)
 			for i := range envs {
 				envs[i] = testEnv(fmt.Sprintf("key%d", i%5), i)
@@ -32,11 +29,7 @@ func TestRunTypesPassesOverOtherTypes(t *testing.T) {
 					envs[i].Type = "test.kept.v1"
 				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := p.Publish(ctx, tIn, envs...); err != nil {
-				t.Fatal(err)
-			}
+			brokers := startAndPublish(t, reg, envs)
 			// The group exists once a kept envelope was handled; only then
 			// can its offsets be read.
 			waitFor(t, "the kept envelopes", 15*time.Second, func() bool {
@@ -80,13 +73,10 @@ func (r *ignoringRecorder) Ignores(env *schemas.Envelope) bool {
 func TestRunIgnorerPassesOverWhatItIgnores(t *testing.T) {
 	for _, conc := range []int{0, 8} {
 		t.Run(fmt.Sprintf("concurrency %d", conc), func(t *testing.T) {
-			brokers, p := runnerCluster(t)
 			st := &ignoringRecorder{recorder: newRecorder()}
 			name := fmt.Sprintf("ignorer%d", conc)
 			reg := registered(name, st)
 			reg.Concurrency = conc
-			startRun(t, testRunConfig(brokers, p, reg))
-
 			envs := make([]schemas.Envelope, 120)
 			for i := range envs {
 				envs[i] = testEnv(fmt.Sprintf("key%d", i%3), i)
@@ -94,11 +84,7 @@ func TestRunIgnorerPassesOverWhatItIgnores(t *testing.T) {
 					envs[i].Key = "skip"
 				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := p.Publish(ctx, tIn, envs...); err != nil {
-				t.Fatal(err)
-			}
+			brokers := startAndPublish(t, reg, envs)
 			waitFor(t, "commits past every record", 15*time.Second, func() bool { return totalCommitted(t, brokers, name) == int64(len(envs)) })
 			for _, e := range envs {
 				want := 1
@@ -147,13 +133,10 @@ func (r *kindIgnoringRecorder) Ignores(env *schemas.Envelope) bool {
 func TestRunKindIgnorerSkipsUndecoded(t *testing.T) {
 	for _, conc := range []int{0, 8} {
 		t.Run(fmt.Sprintf("concurrency %d", conc), func(t *testing.T) {
-			brokers, p := runnerCluster(t)
 			st := &kindIgnoringRecorder{recorder: newRecorder(), kinds: map[string]int{}, decoded: map[string]int{}}
 			name := fmt.Sprintf("kindignorer%d", conc)
 			reg := registered(name, st)
 			reg.Concurrency = conc
-			startRun(t, testRunConfig(brokers, p, reg))
-
 			envs := make([]schemas.Envelope, 120)
 			for i := range envs {
 				envs[i] = testEnv(fmt.Sprintf("key%d", i%3), i)
@@ -161,11 +144,7 @@ func TestRunKindIgnorerSkipsUndecoded(t *testing.T) {
 					envs[i].Workspace = "ws-skip"
 				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := p.Publish(ctx, tIn, envs...); err != nil {
-				t.Fatal(err)
-			}
+			brokers := startAndPublish(t, reg, envs)
 			waitFor(t, "commits past every record", 15*time.Second, func() bool { return totalCommitted(t, brokers, name) == int64(len(envs)) })
 			st.mu.Lock()
 			defer st.mu.Unlock()
@@ -186,4 +165,18 @@ func TestRunKindIgnorerSkipsUndecoded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startAndPublish runs reg on a fresh cluster, publishes envs to its input
+// topic and returns the cluster's brokers.
+func startAndPublish(t *testing.T, reg Registered, envs []schemas.Envelope) []string {
+	t.Helper()
+	brokers, p := runnerCluster(t)
+	startRun(t, testRunConfig(brokers, p, reg))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Publish(ctx, tIn, envs...); err != nil {
+		t.Fatal(err)
+	}
+	return brokers
 }
