@@ -354,8 +354,12 @@ const BatchFetchWait = 900 * time.Millisecond
 // it fetches tens of kilobytes at a time instead of once per produce
 // request (each fetch and its offset commit cost the broker and this
 // process more than the records in it), and when traffic is light a record
-// waits at most BusyFetchWait.
+// waits at most BusyFetchWait. The bytes only decide how much a fetch
+// carries once the topic runs faster than BusyFetchBytes per BusyFetchWait
+// (5 MB/s): below that every fetch waits out BusyFetchWait anyway, so a
+// larger value costs no latency and saves fetches (256 KiB against 64 KiB:
+// bench contacts server CPU per upsert 75.1 against 79.4 µs, 6 A/B pairs).
 const (
-	BusyFetchBytes = 64 << 10
+	BusyFetchBytes = 256 << 10
 	BusyFetchWait  = 50 * time.Millisecond
 )
